@@ -1,0 +1,107 @@
+//! The command line: `check` and `diff`. Output goes to the writers passed in,
+//! so tests drive the same code in-process.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::config::{self, ConfigError, LocalFiles, MAX_CONFIG_BYTES, ValidConfig};
+
+mod check;
+mod diff;
+
+/// Exit code: everything checked is valid.
+pub const EXIT_VALID: u8 = 0;
+/// Exit code: a configuration is invalid.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: bad usage, or a file could not be read.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Kafka proxy with virtual clusters and hot, all-or-nothing configuration reload.
+#[derive(Debug, Parser)]
+#[command(name = "sluice-proxy", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate configuration files with exactly the rules the proxy and the
+    /// admission webhook use. Exit status: 0 all valid, 1 any invalid, 2 a
+    /// file could not be read.
+    Check(CheckArgs),
+    /// Show what reloading from OLD to NEW would do to each virtual cluster:
+    /// added, removed, modified (with reasons) or unchanged. Exit status: 0
+    /// both valid, 1 either invalid, 2 a file could not be read.
+    Diff(DiffArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Configuration files to check. Relative paths inside a file (TLS files,
+    /// the token file) are read relative to that file's directory.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format: `text` prints `file:line:column: path: message` per
+    /// error; `json` prints one object for machines.
+    #[arg(long, value_enum, default_value_t = Format::Text, env = "SLUICE_FORMAT")]
+    pub format: Format,
+}
+
+/// Arguments of `diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The configuration in force now.
+    #[arg(value_name = "OLD")]
+    pub old: PathBuf,
+    /// The configuration a reload would apply.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text, env = "SLUICE_FORMAT")]
+    pub format: Format,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// For machines.
+    Json,
+}
+
+/// Runs a parsed command line, writing results to `out` and problems to `err`.
+pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    let code = match cli.command {
+        Command::Check(args) => check::run(&args, out, err),
+        Command::Diff(args) => diff::run(&args, out, err),
+    };
+    ExitCode::from(code)
+}
+
+/// Reads a configuration file, at most one byte over the size limit (the
+/// validator reports the excess); a failure is an I/O problem, exit 2.
+pub fn read_config(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Reads and validates one file, with relative paths taken from its directory.
+fn load(path: &Path) -> io::Result<Result<ValidConfig, Vec<ConfigError>>> {
+    let bytes = read_config(path)?;
+    Ok(config::validate(&bytes, &LocalFiles::beside(path)))
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

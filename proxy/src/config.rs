@@ -1,0 +1,138 @@
+//! The one definition of a valid proxy configuration.
+//!
+//! [`validate`] is pure and deterministic: the same bytes (and referenced
+//! files) give the same result in every pod, in the webhook and in the CLI. It
+//! parses, checks every rule, builds filters and loads TLS material, but binds
+//! no port and opens no connection, and it returns every error it finds.
+//!
+//! - [`yaml`]: bytes to a tree of positioned nodes (the only YAML parser use)
+//! - `read`: typed readers over that tree that collect errors
+//! - [`types`]: names, ports, hosts, durations
+//! - [`model`]: the typed configuration
+//! - `build`: tree to model, section by section
+//! - `listeners`: port conflicts across the whole configuration
+//! - [`tls`]: TLS settings and their loaded material
+//! - [`files`]: where referenced files are read from
+//! - [`diff`]: what changes between two configurations
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+mod build;
+pub mod diff;
+mod error;
+pub mod files;
+mod listeners;
+pub mod model;
+pub(crate) mod read;
+pub mod tls;
+pub mod types;
+pub mod yaml;
+
+pub use diff::{ConfigDiff, diff};
+pub use error::ConfigError;
+pub use files::{FileSource, LocalFiles, MemoryFiles};
+pub use model::ProxyConfig;
+
+/// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// `sha256:<hex>` of a configuration's exact bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ConfigVersion(String);
+
+impl ConfigVersion {
+    /// The version of these bytes.
+    pub fn of(bytes: &[u8]) -> Self {
+        ConfigVersion(files::sha256_hex(bytes))
+    }
+
+    /// The version as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ConfigVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A configuration that passed validation, with the bytes it came from.
+#[derive(Debug, Clone)]
+pub struct ValidConfig {
+    /// The typed configuration.
+    pub config: Arc<ProxyConfig>,
+    /// `sha256` of `bytes`.
+    pub version: ConfigVersion,
+    /// The exact bytes validated, served back by `GET /admin/config`.
+    pub bytes: Arc<[u8]>,
+}
+
+/// Validates a configuration, returning every error found, sorted by position.
+pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec<ConfigError>> {
+    let config = check(bytes, files)?;
+    Ok(ValidConfig {
+        config: Arc::new(config),
+        version: ConfigVersion::of(bytes),
+        bytes: bytes.into(),
+    })
+}
+
+fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<ConfigError>> {
+    if bytes.len() > MAX_CONFIG_BYTES {
+        return Err(vec![ConfigError::whole(format!(
+            "file is {} bytes, over the limit of {MAX_CONFIG_BYTES} bytes (1 MiB, as for a ConfigMap)",
+            bytes.len()
+        ))]);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| vec![utf8_error(bytes, &e)])?;
+    let root = match yaml::parse(text) {
+        Ok(Some(root)) => root,
+        Ok(None) => return Err(vec![ConfigError::whole("file is empty")]),
+        Err(e) => {
+            return Err(vec![ConfigError {
+                line: Some(e.mark.line),
+                column: Some(e.mark.column),
+                path: String::new(),
+                message: format!("invalid YAML: {}", e.message),
+            }]);
+        }
+    };
+    let mut cx = read::Cx::new(files);
+    let config = build::proxy_config(&mut cx, &root);
+    listeners::check(&mut cx);
+    let mut errors = cx.errors;
+    if errors.is_empty() {
+        if let Some(config) = config {
+            return Ok(config);
+        }
+        // A reader returned None without recording why: a bug, but never a panic.
+        errors.push(ConfigError::whole("configuration is invalid"));
+    }
+    errors.sort_by_key(|e| (e.line, e.column));
+    errors.dedup();
+    Err(errors)
+}
+
+fn utf8_error(bytes: &[u8], e: &std::str::Utf8Error) -> ConfigError {
+    let good = &bytes[..e.valid_up_to()];
+    let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    // Valid up to here, so this is a whole number of characters.
+    let column = std::str::from_utf8(&good[line_start..]).map_or(0, |s| s.chars().count()) + 1;
+    ConfigError {
+        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+        column: Some(u32::try_from(column).unwrap_or(u32::MAX)),
+        path: String::new(),
+        message: format!(
+            "file is not valid UTF-8 (byte 0x{:02x} at offset {})",
+            bytes[e.valid_up_to()],
+            e.valid_up_to()
+        ),
+    }
+}

@@ -1,0 +1,215 @@
+//! What a reload from one configuration to another would do, per virtual
+//! cluster. A cluster counts as unchanged only when everything about it is the
+//! same, including the content of the files it refers to, so a rotated
+//! certificate is a modification even when its path is not.
+
+use serde::Serialize;
+
+use super::files::FileRef;
+use super::model::{ProxyConfig, VirtualCluster};
+use super::types::format_duration;
+
+/// The changes between two configurations, clusters listed in the order the
+/// new configuration names them (removed ones in the order of the old).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ConfigDiff {
+    /// Clusters only in the new configuration.
+    pub added: Vec<String>,
+    /// Clusters only in the old configuration.
+    pub removed: Vec<String>,
+    /// Clusters in both that differ, with why.
+    pub modified: Vec<Modified>,
+    /// Clusters in both that are identical; a reload leaves them alone.
+    pub unchanged: Vec<String>,
+    /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy).
+    pub global: Vec<String>,
+}
+
+/// A cluster present in both configurations that differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Modified {
+    /// The cluster's name.
+    pub name: String,
+    /// What differs, e.g. `upstream.bootstrapServers changed`.
+    pub reasons: Vec<String>,
+}
+
+impl ConfigDiff {
+    /// True when a reload would change nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.modified.is_empty()
+            && self.global.is_empty()
+    }
+}
+
+/// Compares two configurations.
+pub fn diff(old: &ProxyConfig, new: &ProxyConfig) -> ConfigDiff {
+    let mut d = ConfigDiff::default();
+    for cluster in &new.virtual_clusters {
+        let name = cluster.name.to_string();
+        match old.cluster(cluster.name.as_str()) {
+            None => d.added.push(name),
+            Some(before) => {
+                let reasons = cluster_reasons(before, cluster);
+                if reasons.is_empty() {
+                    d.unchanged.push(name);
+                } else {
+                    d.modified.push(Modified { name, reasons });
+                }
+            }
+        }
+    }
+    for cluster in &old.virtual_clusters {
+        if new.cluster(cluster.name.as_str()).is_none() {
+            d.removed.push(cluster.name.to_string());
+        }
+    }
+    d.global = global_reasons(old, new);
+    d
+}
+
+fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
+    let mut r = Reasons::default();
+    r.value("admin.listen", &old.admin.listen, &new.admin.listen);
+    r.file(
+        "admin.tokenFile",
+        old.admin.token_file.as_ref(),
+        new.admin.token_file.as_ref(),
+    );
+    r.value(
+        "drainTimeout",
+        &format_duration(old.drain_timeout),
+        &format_duration(new.drain_timeout),
+    );
+    r.value(
+        "startupPolicy",
+        old.startup_policy.as_str(),
+        new.startup_policy.as_str(),
+    );
+    r.0
+}
+
+fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> Vec<String> {
+    let mut r = Reasons::default();
+    let (ou, nu) = (&old.upstream, &new.upstream);
+    if ou.bootstrap_servers != nu.bootstrap_servers {
+        r.changed("upstream.bootstrapServers");
+    }
+    match (&ou.tls, &nu.tls) {
+        (None, None) => {}
+        (None, Some(_)) => r.push("upstream.tls added"),
+        (Some(_), None) => r.push("upstream.tls removed"),
+        (Some(a), Some(b)) => {
+            r.file(
+                "upstream.tls.caFile",
+                a.ca_file.as_ref(),
+                b.ca_file.as_ref(),
+            );
+            r.value(
+                "upstream.tls.serverName",
+                &a.server_name.as_deref().unwrap_or("(none)"),
+                &b.server_name.as_deref().unwrap_or("(none)"),
+            );
+            r.file(
+                "upstream.tls.certFile",
+                a.cert_file.as_ref(),
+                b.cert_file.as_ref(),
+            );
+            r.file(
+                "upstream.tls.keyFile",
+                a.key_file.as_ref(),
+                b.key_file.as_ref(),
+            );
+        }
+    }
+    let (og, ng) = (&old.gateway, &new.gateway);
+    r.value("gateway.listenHost", &og.listen_host, &ng.listen_host);
+    r.value(
+        "gateway.advertisedHost",
+        &og.advertised_host,
+        &ng.advertised_host,
+    );
+    r.value(
+        "gateway.bootstrapPort",
+        &og.bootstrap_port,
+        &ng.bootstrap_port,
+    );
+    let ports = |b: &super::model::BrokerPorts| format!("{}-{}", b.start, b.last_port());
+    r.value(
+        "gateway.brokerPorts",
+        &ports(&og.broker_ports),
+        &ports(&ng.broker_ports),
+    );
+    r.value(
+        "gateway.brokerPorts.firstNodeId",
+        &og.broker_ports.first_node_id,
+        &ng.broker_ports.first_node_id,
+    );
+    match (&og.tls, &ng.tls) {
+        (None, None) => {}
+        (None, Some(_)) => r.push("gateway.tls added"),
+        (Some(_), None) => r.push("gateway.tls removed"),
+        (Some(a), Some(b)) => {
+            r.file(
+                "gateway.tls.certFile",
+                Some(&a.cert_file),
+                Some(&b.cert_file),
+            );
+            r.file("gateway.tls.keyFile", Some(&a.key_file), Some(&b.key_file));
+            r.file(
+                "gateway.tls.clientCaFile",
+                a.client_ca_file.as_ref(),
+                b.client_ca_file.as_ref(),
+            );
+        }
+    }
+    r.value(
+        "limits.maxConnections",
+        &old.limits.max_connections,
+        &new.limits.max_connections,
+    );
+    r.value(
+        "limits.maxFrameBytes",
+        &old.limits.max_frame_bytes,
+        &new.limits.max_frame_bytes,
+    );
+    if old.filters != new.filters {
+        r.changed("filters");
+    }
+    r.0
+}
+
+/// Collects human-readable reasons in a fixed order.
+#[derive(Default)]
+struct Reasons(Vec<String>);
+
+impl Reasons {
+    fn push(&mut self, reason: &str) {
+        self.0.push(reason.to_owned());
+    }
+
+    fn changed(&mut self, what: &str) {
+        self.0.push(format!("{what} changed"));
+    }
+
+    fn value<T: PartialEq + std::fmt::Display + ?Sized>(&mut self, what: &str, old: &T, new: &T) {
+        if old != new {
+            self.0.push(format!("{what} changed from {old} to {new}"));
+        }
+    }
+
+    fn file(&mut self, what: &str, old: Option<&FileRef>, new: Option<&FileRef>) {
+        match (old, new) {
+            (None, None) => {}
+            (None, Some(_)) => self.0.push(format!("{what} added")),
+            (Some(_), None) => self.0.push(format!("{what} removed")),
+            (Some(a), Some(b)) if a.path != b.path => self.changed(what),
+            (Some(a), Some(b)) if a.digest != b.digest => {
+                self.0.push(format!("{what} content changed"));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Where referenced files (TLS material, the admin token) come from.
+//!
+//! Validation reads them through [`FileSource`], so it stays free of direct
+//! I/O: the proxy and the CLI pass [`LocalFiles`], tests pass [`MemoryFiles`].
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// Largest referenced file read (a certificate bundle is a few KiB).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Why a referenced file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    /// Nothing exists at the path.
+    #[error("no such file")]
+    NotFound,
+    /// The proxy's user may not read it.
+    #[error("permission denied")]
+    PermissionDenied,
+    /// It is a directory or something else that is not a regular file.
+    #[error("not a regular file")]
+    NotAFile,
+    /// It is larger than [`MAX_FILE_BYTES`].
+    #[error("larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge,
+    /// Any other I/O error, by its description.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Reads files named in the configuration.
+pub trait FileSource: Send + Sync {
+    /// The whole content of the file at `path`, as written in the configuration.
+    fn read(&self, path: &str) -> Result<Vec<u8>, FileError>;
+}
+
+/// The local filesystem; relative paths are taken from `base` (the directory
+/// of the configuration file), so a config means the same from any working
+/// directory.
+#[derive(Debug, Clone, Default)]
+pub struct LocalFiles {
+    base: Option<PathBuf>,
+}
+
+impl LocalFiles {
+    /// Relative paths are resolved against `base`.
+    pub fn relative_to(base: impl Into<PathBuf>) -> Self {
+        LocalFiles {
+            base: Some(base.into()),
+        }
+    }
+
+    /// Relative paths are resolved against the directory holding `config_file`.
+    pub fn beside(config_file: &Path) -> Self {
+        match config_file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => Self::relative_to(dir),
+            _ => Self::default(),
+        }
+    }
+
+    fn resolve(&self, path: &str) -> PathBuf {
+        match &self.base {
+            Some(base) if Path::new(path).is_relative() => base.join(path),
+            _ => PathBuf::from(path),
+        }
+    }
+}
+
+impl FileSource for LocalFiles {
+    fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
+        let path = self.resolve(path);
+        let file = std::fs::File::open(&path).map_err(io_error)?;
+        let meta = file.metadata().map_err(io_error)?;
+        if !meta.is_file() {
+            return Err(FileError::NotAFile);
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io_error)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(FileError::TooLarge);
+        }
+        Ok(bytes)
+    }
+}
+
+fn io_error(e: std::io::Error) -> FileError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => FileError::NotFound,
+        std::io::ErrorKind::PermissionDenied => FileError::PermissionDenied,
+        std::io::ErrorKind::IsADirectory => FileError::NotAFile,
+        _ => FileError::Io(e.to_string()),
+    }
+}
+
+/// Files held in memory, keyed by the path as written in the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFiles(BTreeMap<String, Vec<u8>>);
+
+impl MemoryFiles {
+    /// Adds a file.
+    pub fn with(mut self, path: impl Into<String>, content: impl Into<Vec<u8>>) -> Self {
+        self.0.insert(path.into(), content.into());
+        self
+    }
+}
+
+impl FileSource for MemoryFiles {
+    fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
+        self.0.get(path).cloned().ok_or(FileError::NotFound)
+    }
+}
+
+/// A file the configuration refers to, with a digest of its content so a
+/// rotated certificate counts as a change even when its path does not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct FileRef {
+    /// The path as written in the configuration.
+    pub path: String,
+    /// `sha256:<hex>` of the content read during validation.
+    pub digest: String,
+}
+
+impl FileRef {
+    pub(crate) fn new(path: &str, content: &[u8]) -> Self {
+        FileRef {
+            path: path.to_owned(),
+            digest: sha256_hex(content),
+        }
+    }
+}
+
+/// `sha256:<hex>` of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_is_prefixed_hex() {
+        assert_eq!(
+            sha256_hex(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn local_files_resolve_relative_paths_and_refuse_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.pem"), b"x").unwrap();
+        let files = LocalFiles::relative_to(dir.path());
+        assert_eq!(files.read("a.pem").unwrap(), b"x");
+        assert_eq!(files.read("missing.pem").unwrap_err(), FileError::NotFound);
+        assert_eq!(
+            files.read(dir.path().to_str().unwrap()).unwrap_err(),
+            FileError::NotAFile
+        );
+    }
+}

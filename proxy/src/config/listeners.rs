@@ -1,0 +1,116 @@
+//! Listener conflicts: every port the configuration asks for, checked
+//! against every other. Two listeners conflict when their port ranges overlap
+//! and their hosts are equal or either is a wildcard (`0.0.0.0`, `::`).
+
+use std::net::IpAddr;
+
+use super::read::Cx;
+use super::yaml::Mark;
+
+/// Who asked for a port, so the message can name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// `admin.listen`.
+    Admin,
+    /// A virtual cluster's `bootstrapPort` or `brokerPorts`.
+    Cluster {
+        /// Position in `virtualClusters`.
+        index: usize,
+        /// Its name as written, when it is a string.
+        name: Option<String>,
+        /// `bootstrapPort` or `brokerPorts`.
+        field: &'static str,
+    },
+}
+
+/// Ports `first..=last` on `host`, asked for at `path`.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim {
+    pub(crate) host: IpAddr,
+    pub(crate) first: u16,
+    pub(crate) last: u16,
+    pub(crate) owner: Owner,
+    pub(crate) path: String,
+    pub(crate) mark: Mark,
+}
+
+impl Claim {
+    fn conflicts_with(&self, other: &Claim) -> Option<u16> {
+        let hosts =
+            self.host == other.host || self.host.is_unspecified() || other.host.is_unspecified();
+        let overlap = self.first <= other.last && other.first <= self.last;
+        (hosts && overlap).then(|| self.first.max(other.first))
+    }
+
+    /// How `self` is named in an error about a later claim `by`.
+    fn describe_for(&self, by: &Claim) -> String {
+        match (&self.owner, &by.owner) {
+            (Owner::Admin, _) => "the admin listener".to_owned(),
+            (Owner::Cluster { index, field, .. }, Owner::Cluster { index: mine, .. })
+                if index == mine =>
+            {
+                format!("this cluster's {field}")
+            }
+            (
+                Owner::Cluster {
+                    name: Some(name), ..
+                },
+                _,
+            ) => format!("virtual cluster {name:?}"),
+            (Owner::Cluster { index, .. }, _) => format!("virtualClusters[{index}]"),
+        }
+    }
+}
+
+/// Reports each claim that conflicts with an earlier one, once, naming the
+/// first port they share and who holds it.
+pub(crate) fn check(cx: &mut Cx<'_>) {
+    let claims = std::mem::take(&mut cx.claims);
+    for (i, claim) in claims.iter().enumerate() {
+        let earlier = claims[..i]
+            .iter()
+            .find_map(|e| claim.conflicts_with(e).map(|port| (e, port)));
+        if let Some((holder, port)) = earlier {
+            let owner = holder.describe_for(claim);
+            cx.error(
+                &claim.path,
+                claim.mark,
+                format_args!("port {port} is already used by {owner}"),
+            );
+        }
+    }
+    cx.claims = claims;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(host: &str, first: u16, last: u16, index: usize) -> Claim {
+        Claim {
+            host: host.parse().unwrap(),
+            first,
+            last,
+            owner: Owner::Cluster {
+                index,
+                name: Some(format!("c{index}")),
+                field: "brokerPorts",
+            },
+            path: format!("virtualClusters[{index}].gateway.brokerPorts"),
+            mark: Mark::default(),
+        }
+    }
+
+    #[test]
+    fn wildcards_conflict_with_every_host_but_distinct_hosts_do_not() {
+        let a = claim("0.0.0.0", 100, 110, 0);
+        assert_eq!(
+            claim("127.0.0.1", 105, 120, 1).conflicts_with(&a),
+            Some(105)
+        );
+        assert_eq!(claim("::", 110, 110, 1).conflicts_with(&a), Some(110));
+        let b = claim("10.0.0.1", 100, 110, 0);
+        assert_eq!(claim("10.0.0.2", 100, 110, 1).conflicts_with(&b), None);
+        assert_eq!(claim("10.0.0.1", 111, 120, 1).conflicts_with(&b), None);
+    }
+}

@@ -1,0 +1,187 @@
+//! The typed configuration: what a valid `proxy.yaml` means.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use super::files::FileRef;
+use super::tls::{GatewayTls, Loaded, UpstreamTls};
+use super::types::{ClusterName, Host, HostPort, Port};
+use crate::filter::FilterSpec;
+
+/// Default admin listener: loopback only, so no token is needed.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9190";
+/// Default time old connections may live after a reload or at shutdown.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default cap on concurrent client connections per virtual cluster.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+/// Default cap on one Kafka frame, in bytes (100 MiB, Kafka's `socket.request.max.bytes`).
+pub const DEFAULT_MAX_FRAME_BYTES: u32 = 100 * 1024 * 1024;
+
+/// A whole proxy configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyConfig {
+    /// The admin HTTP API.
+    pub admin: Admin,
+    /// How long old connections may live after a reload or at shutdown.
+    pub drain_timeout: Duration,
+    /// What startup does when a virtual cluster cannot start.
+    pub startup_policy: StartupPolicy,
+    /// The virtual clusters, in the order written.
+    pub virtual_clusters: Vec<VirtualCluster>,
+}
+
+impl ProxyConfig {
+    /// The virtual cluster with this name.
+    pub fn cluster(&self, name: &str) -> Option<&VirtualCluster> {
+        self.virtual_clusters
+            .iter()
+            .find(|c| c.name.as_str() == name)
+    }
+}
+
+/// The admin HTTP API's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admin {
+    /// Address the admin API listens on.
+    pub listen: SocketAddr,
+    /// File holding the bearer token that mutating calls must present; required
+    /// when `listen` is not a loopback address.
+    pub token_file: Option<FileRef>,
+    /// The token read from `token_file`, trimmed.
+    pub token: Option<Loaded<String>>,
+}
+
+/// What startup does when a virtual cluster cannot start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartupPolicy {
+    /// Exit non-zero, naming every cluster that failed.
+    FailFast,
+    /// Serve the clusters that started; report the rest as failed.
+    BestEffort,
+}
+
+impl StartupPolicy {
+    /// The name used in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartupPolicy::FailFast => "fail-fast",
+            StartupPolicy::BestEffort => "best-effort",
+        }
+    }
+}
+
+/// One virtual cluster: a set of listeners in front of one upstream cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualCluster {
+    /// Unique name.
+    pub name: ClusterName,
+    /// The Kafka cluster behind it.
+    pub upstream: Upstream,
+    /// What clients connect to.
+    pub gateway: Gateway,
+    /// Per-cluster resource limits.
+    pub limits: Limits,
+    /// Filters applied to every request, in order.
+    pub filters: Vec<FilterSpec>,
+}
+
+/// The upstream Kafka cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    /// Where the proxy bootstraps; at least one.
+    pub bootstrap_servers: Vec<HostPort>,
+    /// TLS towards the brokers, when they require it.
+    pub tls: Option<UpstreamTls>,
+}
+
+/// The client-facing side of a virtual cluster: port per broker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gateway {
+    /// Address every listener of this cluster binds.
+    pub listen_host: IpAddr,
+    /// Host name clients are told in broker addresses.
+    pub advertised_host: Host,
+    /// Port clients bootstrap on.
+    pub bootstrap_port: Port,
+    /// One port per upstream broker.
+    pub broker_ports: BrokerPorts,
+    /// TLS for clients, when set.
+    pub tls: Option<GatewayTls>,
+}
+
+/// Maps upstream node ids to proxy ports: node N listens on
+/// `start + (N - first_node_id)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerPorts {
+    /// Port of the first node.
+    pub start: Port,
+    /// How many consecutive ports (and node ids) there are.
+    pub count: u16,
+    /// Node id served on `start`.
+    pub first_node_id: i32,
+}
+
+impl BrokerPorts {
+    /// Last port of the range.
+    pub fn last_port(&self) -> u16 {
+        // Validation guarantees the range fits below 65536.
+        self.start.get() + (self.count - 1)
+    }
+
+    /// The proxy port for an upstream node id, if it is inside the range.
+    pub fn port_for(&self, node_id: i32) -> Option<u16> {
+        let offset = i64::from(node_id) - i64::from(self.first_node_id);
+        if (0..i64::from(self.count)).contains(&offset) {
+            u16::try_from(i64::from(self.start.get()) + offset).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The upstream node id served on a proxy port, if the port is in the range.
+    pub fn node_for(&self, port: u16) -> Option<i32> {
+        let offset = port.checked_sub(self.start.get())?;
+        (offset < self.count).then(|| self.first_node_id + i32::from(offset))
+    }
+}
+
+/// Per-cluster resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Concurrent client connections; more are closed at once.
+    pub max_connections: u32,
+    /// Largest Kafka frame accepted, either way; larger ones close the connection.
+    pub max_frame_bytes: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_ports_map_both_ways() {
+        let ports = BrokerPorts {
+            start: Port::new(19093).unwrap(),
+            count: 3,
+            first_node_id: 1,
+        };
+        assert_eq!(ports.port_for(1), Some(19093));
+        assert_eq!(ports.port_for(3), Some(19095));
+        assert_eq!(ports.port_for(0), None);
+        assert_eq!(ports.port_for(4), None);
+        assert_eq!(ports.port_for(i32::MIN), None);
+        assert_eq!(ports.node_for(19094), Some(2));
+        assert_eq!(ports.node_for(19096), None);
+        assert_eq!(ports.node_for(80), None);
+        assert_eq!(ports.last_port(), 19095);
+    }
+}

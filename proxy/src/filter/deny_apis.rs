@@ -1,0 +1,130 @@
+//! `deny-apis`: answers the listed Kafka APIs from the proxy with
+//! POLICY_VIOLATION, so e.g. `DeleteTopics` cannot reach the cluster while
+//! the rest of the connection keeps working.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kafka_protocol::messages::ApiKey;
+
+use super::{Filter, RequestHead, Verdict};
+use crate::config::read::{Cx, Fields, index, list, string, suggest};
+use crate::config::yaml::{Mark, Node};
+
+/// The type name used in the configuration.
+pub(crate) const NAME: &str = "deny-apis";
+
+/// Kafka's POLICY_VIOLATION: the request breaks a configured policy; clients
+/// surface it and do not retry.
+pub const POLICY_VIOLATION: i16 = 44;
+
+/// Denies every request whose API key is in the set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenyApis {
+    apis: BTreeSet<i16>,
+}
+
+impl Filter for DenyApis {
+    fn on_request(&self, request: &RequestHead) -> Verdict {
+        if self.apis.contains(&request.api_key) {
+            Verdict::Deny {
+                error_code: POLICY_VIOLATION,
+            }
+        } else {
+            Verdict::Forward
+        }
+    }
+}
+
+/// The API called `name` (as Kafka names it, e.g. `DeleteTopics`).
+pub fn api_by_name(name: &str) -> Option<ApiKey> {
+    ApiKey::iter().find(|k| api_name(*k) == name)
+}
+
+/// Kafka's name for an API.
+pub fn api_name(key: ApiKey) -> String {
+    format!("{key:?}")
+}
+
+pub(crate) fn build(
+    cx: &mut Cx<'_>,
+    config: Option<&Node>,
+    path: &str,
+    mark: Mark,
+) -> Option<Arc<dyn Filter>> {
+    let Some(config) = config else {
+        return cx.fail(path, mark, "required field is missing");
+    };
+    let f = Fields::of(cx, config, path, &["apis"])?;
+    let apis = f.required(cx, "apis", |cx, node, path| {
+        let items = list(cx, node, path)?;
+        if items.is_empty() {
+            return cx.fail(path, node.mark, "must list at least one API");
+        }
+        let keys: Vec<Option<i16>> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| api(cx, item, &index(path, i)))
+            .collect();
+        keys.into_iter().collect::<Option<BTreeSet<i16>>>()
+    })?;
+    Some(Arc::new(DenyApis { apis }))
+}
+
+fn api(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<i16> {
+    let name = string(cx, node, path)?;
+    match api_by_name(name) {
+        Some(ApiKey::ApiVersions) => cx.fail(
+            path,
+            node.mark,
+            "ApiVersions cannot be denied: clients need it to connect",
+        ),
+        Some(key) => Some(key as i16),
+        None => {
+            let names: Vec<String> = ApiKey::iter().map(api_name).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            match suggest(name, &names) {
+                Some(close) => cx.fail(
+                    path,
+                    node.mark,
+                    format_args!("unknown Kafka API {name:?}, did you mean {close:?}?"),
+                ),
+                None => cx.fail(
+                    path,
+                    node.mark,
+                    format_args!("unknown Kafka API {name:?} (use names such as DeleteTopics)"),
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denies_only_listed_apis() {
+        let f = DenyApis {
+            apis: [ApiKey::DeleteTopics as i16].into(),
+        };
+        let head = |api_key| RequestHead {
+            api_key,
+            api_version: 4,
+        };
+        assert_eq!(
+            f.on_request(&head(20)),
+            Verdict::Deny {
+                error_code: POLICY_VIOLATION
+            }
+        );
+        assert_eq!(f.on_request(&head(0)), Verdict::Forward);
+    }
+
+    #[test]
+    fn api_names_are_kafkas() {
+        assert_eq!(api_by_name("DeleteTopics"), Some(ApiKey::DeleteTopics));
+        assert_eq!(api_by_name("Produce"), Some(ApiKey::Produce));
+        assert_eq!(api_by_name("deleteTopics"), None);
+    }
+}

@@ -1,0 +1,93 @@
+//! The configuration corpus: every file under `tests/fixtures/config/invalid`
+//! must fail with exactly the errors in its `.expected` twin, and every file
+//! under `tests/fixtures/config/valid` and `examples/` must pass.
+//!
+//! `SLUICE_BLESS=1 cargo test -p sluice-proxy --test corpus` rewrites the
+//! `.expected` files; review the diff before committing it.
+
+use std::path::{Path, PathBuf};
+
+use sluice_proxy::cli::read_config;
+use sluice_proxy::config::{LocalFiles, validate};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn errors_of(path: &Path) -> Vec<String> {
+    let bytes = read_config(path).expect("fixture is readable");
+    match validate(&bytes, &LocalFiles::beside(path)) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn every_invalid_config_fails_with_exactly_its_expected_errors() {
+    let bless = std::env::var_os("SLUICE_BLESS").is_some();
+    let files = yaml_files(&repo().join("tests/fixtures/config/invalid"));
+    assert!(
+        files.len() >= 40,
+        "the corpus holds {} invalid configs",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        let actual = errors_of(file);
+        let expected_path = file.with_extension("expected");
+        if bless {
+            let mut text = actual.join("\n");
+            text.push('\n');
+            std::fs::write(&expected_path, text).expect("write .expected");
+            continue;
+        }
+        let expected: Vec<String> = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()))
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        if actual.is_empty() {
+            failures.push(format!("{}: validated, but must fail", file.display()));
+        } else if actual != expected {
+            failures.push(format!(
+                "{}:\n  expected:\n    {}\n  actual:\n    {}",
+                file.display(),
+                expected.join("\n    "),
+                actual.join("\n    ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_valid_config_and_example_passes() {
+    let mut files = yaml_files(&repo().join("tests/fixtures/config/valid"));
+    let examples = yaml_files(&repo().join("examples"));
+    assert!(
+        examples.len() >= 3,
+        "examples/ holds {} configs",
+        examples.len()
+    );
+    files.extend(examples);
+    assert!(files.len() >= 5);
+    for file in &files {
+        let errors = errors_of(file);
+        assert!(
+            errors.is_empty(),
+            "{}:\n{}",
+            file.display(),
+            errors.join("\n")
+        );
+    }
+}
