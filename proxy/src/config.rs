@@ -86,8 +86,7 @@ pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec
 fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<ConfigError>> {
     if bytes.len() > MAX_CONFIG_BYTES {
         return Err(vec![ConfigError::whole(format!(
-            "file is {} bytes, over the limit of {MAX_CONFIG_BYTES} bytes (1 MiB, as for a ConfigMap)",
-            bytes.len()
+            "file is larger than {MAX_CONFIG_BYTES} bytes (1 MiB, the size limit of a ConfigMap)"
         ))]);
     }
     let text = std::str::from_utf8(bytes).map_err(|e| vec![utf8_error(bytes, &e)])?;

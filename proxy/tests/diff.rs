@@ -1,0 +1,153 @@
+//! `diff`: which clusters a reload adds, removes, modifies (and why) or
+//! leaves alone — including changes that only show in a referenced file.
+
+use sluice_proxy::config::{ConfigDiff, MemoryFiles, ProxyConfig, diff, validate};
+
+fn parse(text: &str, files: &MemoryFiles) -> ProxyConfig {
+    let valid = validate(text.as_bytes(), files).unwrap_or_else(|e| panic!("{e:?}"));
+    (*valid.config).clone()
+}
+
+fn cluster(name: &str, port: u16, extra: &str) -> String {
+    format!(
+        "  - name: {name}\n    upstream: {{ bootstrapServers: [kafka:9092] }}\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: {port}\n      brokerPorts: {{ start: {}, count: 3 }}\n{extra}",
+        port + 1
+    )
+}
+
+fn doc(header: &str, clusters: &[String]) -> String {
+    format!("{header}virtualClusters:\n{}", clusters.concat())
+}
+
+#[test]
+fn classifies_every_cluster_with_reasons_in_a_fixed_order() {
+    let files = MemoryFiles::default();
+    let old = parse(
+        &doc(
+            "",
+            &[
+                cluster("keep", 19000, ""),
+                cluster("change", 19100, ""),
+                cluster("gone", 19200, ""),
+            ],
+        ),
+        &files,
+    );
+    let changed = cluster("change", 19150, "    limits: { maxConnections: 5 }\n    filters: [{ type: deny-apis, config: { apis: [DeleteTopics] } }]\n")
+        .replace("kafka:9092", "kafka:9093")
+        .replace("proxy.local", "proxy.example");
+    let new = parse(
+        &doc(
+            "drainTimeout: 5s\nstartupPolicy: best-effort\n",
+            &[
+                cluster("new", 19300, ""),
+                changed,
+                cluster("keep", 19000, ""),
+            ],
+        ),
+        &files,
+    );
+    let d = diff(&old, &new);
+    assert_eq!(d.added, ["new"]);
+    assert_eq!(d.removed, ["gone"]);
+    assert_eq!(d.unchanged, ["keep"]);
+    assert_eq!(d.modified.len(), 1);
+    assert_eq!(d.modified[0].name, "change");
+    assert_eq!(
+        d.modified[0].reasons,
+        [
+            "upstream.bootstrapServers changed",
+            "gateway.advertisedHost changed from proxy.local to proxy.example",
+            "gateway.bootstrapPort changed from 19100 to 19150",
+            "gateway.brokerPorts changed from 19101-19103 to 19151-19153",
+            "limits.maxConnections changed from 10000 to 5",
+            "filters changed",
+        ]
+    );
+    assert_eq!(
+        d.global,
+        [
+            "drainTimeout changed from 30s to 5s",
+            "startupPolicy changed from fail-fast to best-effort"
+        ]
+    );
+    assert!(!d.is_empty());
+}
+
+#[test]
+fn whitespace_and_comments_change_the_version_but_nothing_else() {
+    let files = MemoryFiles::default();
+    let a = doc("", &[cluster("a", 19000, "")]);
+    let b = format!("# a comment\n{a}\n\n");
+    let (va, vb) = (
+        validate(a.as_bytes(), &files).unwrap(),
+        validate(b.as_bytes(), &files).unwrap(),
+    );
+    assert_ne!(va.version, vb.version);
+    assert!(va.version.as_str().starts_with("sha256:"));
+    assert_eq!(va.version.as_str().len(), 7 + 64);
+    let d = diff(&va.config, &vb.config);
+    assert!(d.is_empty());
+    assert_eq!(
+        d,
+        ConfigDiff {
+            unchanged: vec!["a".into()],
+            ..ConfigDiff::default()
+        }
+    );
+}
+
+fn self_signed(name: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec![name.to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn a_rotated_certificate_at_the_same_path_is_a_modification() {
+    let (cert1, key1) = self_signed("proxy.local");
+    let (cert2, key2) = self_signed("proxy.local");
+    let tls = "      tls: { certFile: /tls/tls.crt, keyFile: /tls/tls.key }\n";
+    let text = doc(
+        "",
+        &[
+            format!("{}{tls}", cluster("secure", 19000, "")),
+            cluster("plain", 19100, ""),
+        ],
+    );
+    let before = MemoryFiles::default()
+        .with("/tls/tls.crt", cert1)
+        .with("/tls/tls.key", key1);
+    let after = MemoryFiles::default()
+        .with("/tls/tls.crt", cert2)
+        .with("/tls/tls.key", key2);
+    let d = diff(&parse(&text, &before), &parse(&text, &after));
+    assert_eq!(d.unchanged, ["plain"]);
+    assert_eq!(d.modified.len(), 1);
+    assert_eq!(
+        d.modified[0].reasons,
+        [
+            "gateway.tls.certFile content changed",
+            "gateway.tls.keyFile content changed"
+        ]
+    );
+}
+
+#[test]
+fn tls_sections_added_and_removed_are_named() {
+    let (cert, key) = self_signed("kafka");
+    let files = MemoryFiles::default()
+        .with("/c.pem", cert)
+        .with("/k.pem", key);
+    let plain = doc("", &[cluster("a", 19000, "")]);
+    let with_tls = plain.replace(
+        "bootstrapServers: [kafka:9092] }",
+        "bootstrapServers: [kafka:9092], tls: { caFile: /c.pem, certFile: /c.pem, keyFile: /k.pem } }",
+    );
+    let (p, t) = (parse(&plain, &files), parse(&with_tls, &files));
+    assert_eq!(diff(&p, &t).modified[0].reasons, ["upstream.tls added"]);
+    assert_eq!(diff(&t, &p).modified[0].reasons, ["upstream.tls removed"]);
+}
