@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the one definition of a valid configuration, its version and diff
 //! - [`filter`]: the request filter chain and its registry
+//! - [`kafka`]: framing, address rewriting, ApiVersions capping, error responses
 //! - [`cli`]: the `check` and `diff` subcommands, drivable in-process
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -9,3 +10,4 @@
 pub mod cli;
 pub mod config;
 pub mod filter;
+pub mod kafka;

@@ -1,6 +1,7 @@
 //! `deny-apis`: answers the listed Kafka APIs from the proxy with
 //! POLICY_VIOLATION, so e.g. `DeleteTopics` cannot reach the cluster while
-//! the rest of the connection keeps working.
+//! the rest of the connection keeps working. Only APIs the proxy can answer
+//! itself (see [`DENIABLE_APIS`]) can be listed.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use kafka_protocol::messages::ApiKey;
 use super::{Filter, RequestHead, Verdict};
 use crate::config::read::{Cx, Fields, index, list, string, suggest};
 use crate::config::yaml::{Mark, Node};
+use crate::kafka::deny::DENIABLE_APIS;
 
 /// The type name used in the configuration.
 pub(crate) const NAME: &str = "deny-apis";
@@ -79,7 +81,18 @@ fn api(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<i16> {
             node.mark,
             "ApiVersions cannot be denied: clients need it to connect",
         ),
-        Some(key) => Some(key as i16),
+        Some(key) if DENIABLE_APIS.contains(&key) => Some(key as i16),
+        Some(_) => {
+            let names: Vec<String> = DENIABLE_APIS.iter().map(|k| api_name(*k)).collect();
+            cx.fail(
+                path,
+                node.mark,
+                format_args!(
+                    "the proxy cannot answer {name} itself; deny-apis supports {}",
+                    names.join(", ")
+                ),
+            )
+        }
         None => {
             let names: Vec<String> = ApiKey::iter().map(api_name).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();

@@ -1,0 +1,223 @@
+//! Error responses made by the proxy itself, for requests a filter denies.
+//! Each names every resource of the request with the error, so clients report
+//! it per topic, group or resource like a broker's own refusal.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, CreateAclsRequest, CreateAclsResponse,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteAclsRequest, DeleteAclsResponse, DeleteGroupsRequest, DeleteGroupsResponse,
+    DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, RequestHeader as KHeader,
+    ResponseHeader, alter_configs_response, create_acls_response, create_partitions_response,
+    create_topics_response, delete_acls_response, delete_groups_response, delete_records_response,
+    delete_topics_response, incremental_alter_configs_response,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+use super::frame::RequestHeader;
+use super::rewrite::{RewriteError, decode, encode, with_header};
+
+/// APIs the proxy can answer with an error itself.
+pub const DENIABLE_APIS: &[ApiKey] = &[
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DeleteRecords,
+    ApiKey::CreatePartitions,
+    ApiKey::DeleteGroups,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+];
+
+const MESSAGE: &str = "denied by the proxy's deny-apis filter";
+
+/// Builds the response frame refusing `frame` (a request, prefix included)
+/// with `error_code` on every resource it names.
+pub fn deny_response(
+    frame: &Bytes,
+    request: &RequestHeader,
+    error_code: i16,
+) -> Result<Bytes, RewriteError> {
+    let version = request.api_version;
+    let fail = |reason: String| RewriteError {
+        api: format!("api key {}", request.api_key),
+        version,
+        reason,
+    };
+    let api = ApiKey::try_from(request.api_key).map_err(|()| fail("unknown API".to_owned()))?;
+    let mut buf = frame.slice(4..);
+    KHeader::decode(&mut buf, api.request_header_version(version))
+        .map_err(|e| fail(e.to_string()))?;
+    let msg = || Some(StrBytes::from_static_str(MESSAGE));
+    let body = match api {
+        ApiKey::CreateTopics => {
+            let req = decode::<CreateTopicsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = CreateTopicsResponse::default();
+            r.topics = req
+                .topics
+                .into_iter()
+                .map(|t| {
+                    let mut out = create_topics_response::CreatableTopicResult::default();
+                    out.name = t.name;
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out.num_partitions = -1;
+                    out.replication_factor = -1;
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::DeleteTopics => {
+            let req = decode::<DeleteTopicsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = DeleteTopicsResponse::default();
+            let named = req
+                .topic_names
+                .into_iter()
+                .map(|n| (Some(n), Default::default()));
+            let states = req.topics.into_iter().map(|t| (t.name, t.topic_id));
+            r.responses = named
+                .chain(states)
+                .map(|(name, topic_id)| {
+                    let mut out = delete_topics_response::DeletableTopicResult::default();
+                    out.name = name;
+                    out.topic_id = topic_id;
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::DeleteRecords => {
+            let req = decode::<DeleteRecordsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = DeleteRecordsResponse::default();
+            r.topics = req
+                .topics
+                .into_iter()
+                .map(|t| {
+                    let mut out = delete_records_response::DeleteRecordsTopicResult::default();
+                    out.name = t.name;
+                    out.partitions = t
+                        .partitions
+                        .into_iter()
+                        .map(|p| {
+                            let mut out =
+                                delete_records_response::DeleteRecordsPartitionResult::default();
+                            out.partition_index = p.partition_index;
+                            out.low_watermark = -1;
+                            out.error_code = error_code;
+                            out
+                        })
+                        .collect();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::CreatePartitions => {
+            let req = decode::<CreatePartitionsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = CreatePartitionsResponse::default();
+            r.results = req
+                .topics
+                .into_iter()
+                .map(|t| {
+                    let mut out =
+                        create_partitions_response::CreatePartitionsTopicResult::default();
+                    out.name = t.name;
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::DeleteGroups => {
+            let req = decode::<DeleteGroupsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = DeleteGroupsResponse::default();
+            r.results = req
+                .groups_names
+                .into_iter()
+                .map(|g| {
+                    let mut out = delete_groups_response::DeletableGroupResult::default();
+                    out.group_id = g;
+                    out.error_code = error_code;
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::AlterConfigs => {
+            let req = decode::<AlterConfigsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = AlterConfigsResponse::default();
+            r.responses = req
+                .resources
+                .into_iter()
+                .map(|res| {
+                    let mut out = alter_configs_response::AlterConfigsResourceResponse::default();
+                    out.resource_type = res.resource_type;
+                    out.resource_name = res.resource_name;
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let req = decode::<IncrementalAlterConfigsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = IncrementalAlterConfigsResponse::default();
+            r.responses = req
+                .resources
+                .into_iter()
+                .map(|res| {
+                    let mut out =
+                        incremental_alter_configs_response::AlterConfigsResourceResponse::default();
+                    out.resource_type = res.resource_type;
+                    out.resource_name = res.resource_name;
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::CreateAcls => {
+            let req = decode::<CreateAclsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = CreateAclsResponse::default();
+            r.results = req
+                .creations
+                .iter()
+                .map(|_| {
+                    let mut out = create_acls_response::AclCreationResult::default();
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        ApiKey::DeleteAcls => {
+            let req = decode::<DeleteAclsRequest>(&mut buf, version).map_err(fail)?;
+            let mut r = DeleteAclsResponse::default();
+            r.filter_results = req
+                .filters
+                .iter()
+                .map(|_| {
+                    let mut out = delete_acls_response::DeleteAclsFilterResult::default();
+                    out.error_code = error_code;
+                    out.error_message = msg();
+                    out
+                })
+                .collect();
+            encode(&r, version)
+        }
+        other => return Err(fail(format!("the proxy cannot answer {other:?} itself"))),
+    };
+    let body = body.map_err(fail)?;
+    let mut header = ResponseHeader::default();
+    header.correlation_id = request.correlation_id;
+    with_header(&header, api.response_header_version(version), &body).map_err(fail)
+}

@@ -1,0 +1,343 @@
+//! Broker-address rewriting on typed responses.
+//!
+//! Every response that tells a client where a broker is gets decoded, its
+//! endpoints replaced by the virtual cluster's advertised host and the
+//! broker's proxy port, and encoded again. The upstream addresses seen on the
+//! way are handed back so the proxy learns where each node lives. A node id
+//! outside the configured port range is dropped from the response (a client
+//! must never be sent to an address the proxy does not serve) and reported.
+//! The output depends only on the input, so every replica writes the same bytes.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
+    EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, FindCoordinatorResponse,
+    MetadataResponse, ProduceResponse, ResponseHeader, ShareAcknowledgeResponse,
+    ShareFetchResponse, VoteResponse,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use super::frame::RequestHeader;
+use crate::config::model::BrokerPorts;
+
+/// Kafka's COORDINATOR_NOT_AVAILABLE: the client looks the coordinator up again.
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+/// A response could not be decoded or encoded; the connection is closed,
+/// because forwarding it unrewritten could leak an upstream address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot rewrite {api} v{version} response: {reason}")]
+pub struct RewriteError {
+    /// The API's name.
+    pub api: String,
+    /// Its version.
+    pub version: i16,
+    /// What failed.
+    pub reason: String,
+}
+
+/// Where clients of one virtual cluster are sent.
+#[derive(Debug, Clone)]
+pub struct Advertised {
+    host: StrBytes,
+    ports: BrokerPorts,
+}
+
+impl Advertised {
+    /// Clients are told `host` and each node's port from `ports`.
+    pub fn new(host: &str, ports: BrokerPorts) -> Self {
+        Advertised {
+            host: StrBytes::from_string(host.to_owned()),
+            ports,
+        }
+    }
+}
+
+/// An upstream node's address, as the upstream cluster announced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learned {
+    /// Kafka node id.
+    pub node_id: i32,
+    /// Host as announced.
+    pub host: String,
+    /// Port as announced.
+    pub port: i32,
+}
+
+/// A rewritten response frame and what was seen while rewriting it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    /// The new frame, length prefix included.
+    pub frame: Bytes,
+    /// Upstream addresses announced in the response.
+    pub learned: Vec<Learned>,
+    /// Node ids outside the port range, dropped from the response.
+    pub unmapped: Vec<i32>,
+}
+
+/// Whether responses of this API at this version carry broker endpoints.
+/// Produce carries them from v10 and Fetch from v16 (KIP-951).
+pub fn rewrites(api_key: i16, api_version: i16) -> bool {
+    match ApiKey::try_from(api_key) {
+        Ok(ApiKey::Produce) => api_version >= 10,
+        Ok(ApiKey::Fetch) => api_version >= 16,
+        Ok(
+            ApiKey::Metadata
+            | ApiKey::FindCoordinator
+            | ApiKey::DescribeCluster
+            | ApiKey::DescribeQuorum
+            | ApiKey::ShareFetch
+            | ApiKey::ShareAcknowledge
+            | ApiKey::Vote
+            | ApiKey::BeginQuorumEpoch
+            | ApiKey::EndQuorumEpoch
+            | ApiKey::FetchSnapshot,
+        ) => true,
+        _ => false,
+    }
+}
+
+/// APIs whose responses may be rewritten; their versions are capped in
+/// ApiVersions to what the proxy can decode.
+pub const REWRITTEN_APIS: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::Metadata,
+    ApiKey::FindCoordinator,
+    ApiKey::DescribeCluster,
+    ApiKey::DescribeQuorum,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::Vote,
+    ApiKey::BeginQuorumEpoch,
+    ApiKey::EndQuorumEpoch,
+    ApiKey::FetchSnapshot,
+];
+
+/// Records learned addresses and rewrites endpoints in place.
+struct Mapper<'a> {
+    to: &'a Advertised,
+    learned: Vec<Learned>,
+    unmapped: Vec<i32>,
+}
+
+impl Mapper<'_> {
+    /// Rewrites one endpoint; false when the node is outside the range and
+    /// the endpoint must be dropped.
+    fn endpoint<P: PortField>(&mut self, node_id: i32, host: &mut StrBytes, port: &mut P) -> bool {
+        self.learned.push(Learned {
+            node_id,
+            host: host.to_string(),
+            port: port.get(),
+        });
+        match self.to.ports.port_for(node_id) {
+            Some(p) => {
+                *host = self.to.host.clone();
+                port.set(p);
+                true
+            }
+            None => {
+                self.unmapped.push(node_id);
+                false
+            }
+        }
+    }
+}
+
+/// Port fields are `int32` in client APIs and `uint16` in KRaft ones.
+trait PortField {
+    fn get(&self) -> i32;
+    fn set(&mut self, port: u16);
+}
+
+impl PortField for i32 {
+    fn get(&self) -> i32 {
+        *self
+    }
+    fn set(&mut self, port: u16) {
+        *self = i32::from(port);
+    }
+}
+
+impl PortField for u16 {
+    fn get(&self) -> i32 {
+        i32::from(*self)
+    }
+    fn set(&mut self, port: u16) {
+        *self = port;
+    }
+}
+
+macro_rules! node_endpoints {
+    ($mapper:expr, $list:expr) => {
+        $list.retain_mut(|e| $mapper.endpoint(e.node_id.0, &mut e.host, &mut e.port))
+    };
+}
+
+/// Rewrites a response frame (length prefix included) to a request with
+/// `header`. Call only when [`rewrites`] is true for it.
+pub fn rewrite_response(
+    frame: &Bytes,
+    request: &RequestHeader,
+    to: &Advertised,
+) -> Result<Rewritten, RewriteError> {
+    let version = request.api_version;
+    let api = ApiKey::try_from(request.api_key).map_err(|()| RewriteError {
+        api: format!("api key {}", request.api_key),
+        version,
+        reason: "unknown API".to_owned(),
+    })?;
+    let fail = |reason: String| RewriteError {
+        api: format!("{api:?}"),
+        version,
+        reason,
+    };
+    let header_version = api.response_header_version(version);
+    let mut buf = frame.slice(4..);
+    let header =
+        ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
+    let mut m = Mapper {
+        to,
+        learned: Vec::new(),
+        unmapped: Vec::new(),
+    };
+    let body = match api {
+        ApiKey::Metadata => {
+            let mut r = decode::<MetadataResponse>(&mut buf, version).map_err(fail)?;
+            r.brokers
+                .retain_mut(|b| m.endpoint(b.node_id.0, &mut b.host, &mut b.port));
+            encode(&r, version)
+        }
+        ApiKey::FindCoordinator => {
+            let mut r = decode::<FindCoordinatorResponse>(&mut buf, version).map_err(fail)?;
+            if version < 4 {
+                if r.error_code == 0 && !m.endpoint(r.node_id.0, &mut r.host, &mut r.port) {
+                    r.error_code = COORDINATOR_NOT_AVAILABLE;
+                    r.error_message = Some(StrBytes::from_static_str(
+                        "coordinator is outside the proxy's broker port range",
+                    ));
+                    r.node_id.0 = -1;
+                    r.host = StrBytes::default();
+                    r.port = -1;
+                }
+            } else {
+                for c in &mut r.coordinators {
+                    if c.error_code == 0 && !m.endpoint(c.node_id.0, &mut c.host, &mut c.port) {
+                        c.error_code = COORDINATOR_NOT_AVAILABLE;
+                        c.error_message = Some(StrBytes::from_static_str(
+                            "coordinator is outside the proxy's broker port range",
+                        ));
+                        c.node_id.0 = -1;
+                        c.host = StrBytes::default();
+                        c.port = -1;
+                    }
+                }
+            }
+            encode(&r, version)
+        }
+        ApiKey::DescribeCluster => {
+            let mut r = decode::<DescribeClusterResponse>(&mut buf, version).map_err(fail)?;
+            r.brokers
+                .retain_mut(|b| m.endpoint(b.broker_id.0, &mut b.host, &mut b.port));
+            encode(&r, version)
+        }
+        ApiKey::DescribeQuorum => {
+            let mut r = decode::<DescribeQuorumResponse>(&mut buf, version).map_err(fail)?;
+            for node in &mut r.nodes {
+                let id = node.node_id.0;
+                node.listeners
+                    .retain_mut(|l| m.endpoint(id, &mut l.host, &mut l.port));
+            }
+            encode(&r, version)
+        }
+        ApiKey::Produce => {
+            let mut r = decode::<ProduceResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::Fetch => {
+            let mut r = decode::<FetchResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::ShareFetch => {
+            let mut r = decode::<ShareFetchResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::ShareAcknowledge => {
+            let mut r = decode::<ShareAcknowledgeResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::Vote => {
+            let mut r = decode::<VoteResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::BeginQuorumEpoch => {
+            let mut r = decode::<BeginQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::EndQuorumEpoch => {
+            let mut r = decode::<EndQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        ApiKey::FetchSnapshot => {
+            let mut r = decode::<FetchSnapshotResponse>(&mut buf, version).map_err(fail)?;
+            node_endpoints!(m, r.node_endpoints);
+            encode(&r, version)
+        }
+        other => {
+            return Err(fail(format!(
+                "{other:?} responses carry no broker endpoints"
+            )));
+        }
+    };
+    let body = body.map_err(fail)?;
+    let frame = with_header(&header, header_version, &body).map_err(fail)?;
+    Ok(Rewritten {
+        frame,
+        learned: m.learned,
+        unmapped: m.unmapped,
+    })
+}
+
+/// Decodes a whole message body; trailing bytes are an error, since they
+/// would be lost on re-encoding.
+pub(crate) fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
+    let value = T::decode(buf, version).map_err(|e| e.to_string())?;
+    if !buf.is_empty() {
+        return Err(format!("{} bytes left over after the message", buf.len()));
+    }
+    Ok(value)
+}
+
+pub(crate) fn encode<T: Encodable>(value: &T, version: i16) -> Result<BytesMut, String> {
+    let mut body = BytesMut::new();
+    value
+        .encode(&mut body, version)
+        .map_err(|e| e.to_string())?;
+    Ok(body)
+}
+
+/// A response frame: length prefix, header, body.
+pub(crate) fn with_header(
+    header: &ResponseHeader,
+    header_version: i16,
+    body: &[u8],
+) -> Result<Bytes, String> {
+    let mut head = BytesMut::new();
+    header
+        .encode(&mut head, header_version)
+        .map_err(|e| e.to_string())?;
+    let size =
+        i32::try_from(head.len() + body.len()).map_err(|_| "response too large".to_owned())?;
+    let mut frame = BytesMut::with_capacity(4 + head.len() + body.len());
+    frame.put_i32(size);
+    frame.put_slice(&head);
+    frame.put_slice(body);
+    Ok(frame.freeze())
+}
