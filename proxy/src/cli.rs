@@ -35,6 +35,11 @@ pub enum Command {
     /// admission webhook use. Exit status: 0 all valid, 1 any invalid, 2 a
     /// file could not be read.
     Check(CheckArgs),
+    /// Run the proxy: serve every virtual cluster of the configuration and the
+    /// admin API until SIGTERM or SIGINT, then drain connections for up to
+    /// drainTimeout and exit 0. Exit status 1 if the configuration is invalid
+    /// or clusters fail to start (fail-fast), 2 if the file cannot be read.
+    Run(RunArgs),
     /// Show what reloading from OLD to NEW would do to each virtual cluster:
     /// added, removed, modified (with reasons) or unchanged. Exit status: 0
     /// both valid, 1 either invalid, 2 a file could not be read.
@@ -52,6 +57,29 @@ pub struct CheckArgs {
     /// error; `json` prints one object for machines.
     #[arg(long, value_enum, default_value_t = Format::Text, env = "SLUICE_FORMAT")]
     pub format: Format,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The configuration file. Relative paths inside it are read relative to
+    /// its directory.
+    #[arg(long, value_name = "FILE", env = "SLUICE_CONFIG")]
+    pub config: PathBuf,
+    /// Log format: `text` for people, `json` (one object per line) for log
+    /// pipelines. The level comes from SLUICE_LOG (e.g. `info`,
+    /// `sluice_proxy=debug`), default `info`.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "SLUICE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// How logs are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Arguments of `diff`.
@@ -77,13 +105,14 @@ pub enum Format {
     Json,
 }
 
-/// Runs a parsed command line, writing results to `out` and problems to `err`.
-pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
-    let code = match cli.command {
-        Command::Check(args) => check::run(&args, out, err),
-        Command::Diff(args) => diff::run(&args, out, err),
-    };
-    ExitCode::from(code)
+/// Runs `check`, writing results to `out` and problems to `err`.
+pub fn check(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    ExitCode::from(check::run(args, out, err))
+}
+
+/// Runs `diff`, writing results to `out` and problems to `err`.
+pub fn diff(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    ExitCode::from(diff::run(args, out, err))
 }
 
 /// Reads a configuration file, at most one byte over the size limit (the

@@ -35,6 +35,12 @@ pub enum Verdict {
 pub trait Filter: fmt::Debug + Send + Sync {
     /// Decides what happens to a request.
     fn on_request(&self, request: &RequestHead) -> Verdict;
+
+    /// API keys whose messages this filter makes the proxy decode or encode,
+    /// so their versions are capped to what the proxy supports.
+    fn decoded_apis(&self) -> Vec<i16> {
+        Vec::new()
+    }
 }
 
 /// A configured filter: its type, the built filter, and a canonical form of

@@ -10,3 +10,26 @@ pub mod deny;
 pub mod frame;
 pub mod rewrite;
 pub mod versions;
+
+use std::sync::OnceLock;
+
+use kafka_protocol::messages::ApiKey;
+
+/// Kafka's name for an API key (`Metadata`, `Produce`, ...), or `Unknown`.
+pub fn api_name(key: i16) -> &'static str {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let max = ApiKey::iter().map(|k| k as i16).max().unwrap_or(0);
+        (0..=max)
+            .map(|k| match ApiKey::try_from(k) {
+                Ok(api) => &*format!("{api:?}").leak(),
+                Err(()) => "Unknown",
+            })
+            .collect()
+    });
+    usize::try_from(key)
+        .ok()
+        .and_then(|k| names.get(k))
+        .copied()
+        .unwrap_or("Unknown")
+}

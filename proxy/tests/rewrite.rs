@@ -322,13 +322,21 @@ fn malformed_responses_are_errors_not_panics() {
             .is_err()
         );
     }
-    let mut trailing = BytesMut::from(&input[..]);
-    trailing.put_u8(0);
-    let len = (trailing.len() - 4) as i32;
-    trailing[..4].copy_from_slice(&len.to_be_bytes());
+    // A byte or two the schema lacks is carried over; a long tail is refused.
+    let with_tail = |n: usize| {
+        let mut t = BytesMut::from(&input[..]);
+        t.extend_from_slice(&vec![0u8; n]);
+        let len = (t.len() - 4) as i32;
+        t[..4].copy_from_slice(&len.to_be_bytes());
+        t.freeze()
+    };
+    let out = rewrite_response(&with_tail(1), &req(ApiKey::Metadata, 9), &advertised()).unwrap();
+    let plain = rewrite_response(&input, &req(ApiKey::Metadata, 9), &advertised()).unwrap();
+    assert_eq!(out.frame.len(), plain.frame.len() + 1);
+    assert_eq!(out.frame[out.frame.len() - 1], 0);
     let err =
-        rewrite_response(&trailing.freeze(), &req(ApiKey::Metadata, 9), &advertised()).unwrap_err();
-    assert_eq!(err.reason, "1 bytes left over after the message");
+        rewrite_response(&with_tail(17), &req(ApiKey::Metadata, 9), &advertised()).unwrap_err();
+    assert_eq!(err.reason, "17 bytes left over after the message");
 }
 
 fn hex(b: &[u8]) -> String {

@@ -1,8 +1,25 @@
-//! Helpers for the end-to-end tests: where the repository, its fixtures and
-//! the built binaries are. The binaries are built by `scripts/test` (`cargo
-//! build --workspace --bins`) before the tests run.
+//! Helpers for the end-to-end tests: real binaries, real Kafka peers, real
+//! clients. The binaries are built by `scripts/test` (`cargo build
+//! --workspace --bins`) and the peers installed by `scripts/install-test-deps`
+//! before the tests run.
+//!
+//! - [`process`]: child processes awaited by what they print, killed on drop
+//! - [`ports`]: free loopback ports
+//! - [`peers`]: the tansu broker and librdkafka's mock cluster
+//! - [`proxy`]: a `sluice-proxy run` process
+//! - [`python`]: the Python Kafka clients in `tests/clients`
+//! - [`http`]: a tiny HTTP client for the admin API
+//! - [`sockets`]: the kernel's view of who is connected to whom
 
 use std::path::{Path, PathBuf};
+
+pub mod http;
+pub mod peers;
+pub mod ports;
+pub mod process;
+pub mod proxy;
+pub mod python;
+pub mod sockets;
 
 /// The repository root.
 pub fn repo() -> PathBuf {

@@ -29,7 +29,7 @@ const GATEWAY_KEYS: &[&str] = &[
     "tls",
 ];
 const BROKER_PORTS_KEYS: &[&str] = &["start", "count", "firstNodeId"];
-const LIMITS_KEYS: &[&str] = &["maxConnections", "maxFrameBytes"];
+const LIMITS_KEYS: &[&str] = &["maxConnections", "maxFrameBytes", "frameTimeout"];
 
 /// Builds the whole configuration from the document's root.
 pub(crate) fn proxy_config(cx: &mut Cx<'_>, root: &Node) -> Option<ProxyConfig> {
@@ -376,11 +376,20 @@ fn limits(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Limits> {
     let max_frame_bytes = f.optional(cx, "maxFrameBytes", |cx, node, path| {
         integer(cx, node, path, 1024, i64::from(i32::MAX)).map(|n| n as u32)
     });
+    let frame_timeout = f.optional(cx, "frameTimeout", |cx, node, path| {
+        let d = duration(cx, node, path)?;
+        if d.is_zero() {
+            return cx.fail(path, node.mark, "must be longer than 0s");
+        }
+        Some(d)
+    });
     let bad = (max_connections.is_none() && f.has("maxConnections"))
-        || (max_frame_bytes.is_none() && f.has("maxFrameBytes"));
+        || (max_frame_bytes.is_none() && f.has("maxFrameBytes"))
+        || (frame_timeout.is_none() && f.has("frameTimeout"));
     (!bad).then(|| Limits {
         max_connections: max_connections.unwrap_or(defaults.max_connections),
         max_frame_bytes: max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
+        frame_timeout: frame_timeout.unwrap_or(defaults.frame_timeout),
     })
 }
 

@@ -175,6 +175,11 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> Vec<String> {
         &old.limits.max_frame_bytes,
         &new.limits.max_frame_bytes,
     );
+    r.value(
+        "limits.frameTimeout",
+        &format_duration(old.limits.frame_timeout),
+        &format_duration(new.limits.frame_timeout),
+    );
     if old.filters != new.filters {
         r.changed("filters");
     }

@@ -14,6 +14,8 @@ pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9190";
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on concurrent client connections per virtual cluster.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+/// Default time a started frame may take to arrive whole.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on one Kafka frame, in bytes (100 MiB, Kafka's `socket.request.max.bytes`).
 pub const DEFAULT_MAX_FRAME_BYTES: u32 = 100 * 1024 * 1024;
 
@@ -152,6 +154,10 @@ pub struct Limits {
     pub max_connections: u32,
     /// Largest Kafka frame accepted, either way; larger ones close the connection.
     pub max_frame_bytes: u32,
+    /// Once a client has started sending a frame, the whole frame must arrive
+    /// within this time, so a stalled or hostile client cannot hold a
+    /// connection half-open forever.
+    pub frame_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -159,6 +165,7 @@ impl Default for Limits {
         Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            frame_timeout: DEFAULT_FRAME_TIMEOUT,
         }
     }
 }

@@ -36,6 +36,10 @@ impl Filter for DenyApis {
             Verdict::Forward
         }
     }
+
+    fn decoded_apis(&self) -> Vec<i16> {
+        self.apis.iter().copied().collect()
+    }
 }
 
 /// The API called `name` (as Kafka names it, e.g. `DeleteTopics`).

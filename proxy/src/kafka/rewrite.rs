@@ -296,7 +296,8 @@ pub fn rewrite_response(
             )));
         }
     };
-    let body = body.map_err(fail)?;
+    let mut body = body.map_err(fail)?;
+    body.extend_from_slice(&buf);
     let frame = with_header(&header, header_version, &body).map_err(fail)?;
     Ok(Rewritten {
         frame,
@@ -305,11 +306,17 @@ pub fn rewrite_response(
     })
 }
 
-/// Decodes a whole message body; trailing bytes are an error, since they
-/// would be lost on re-encoding.
+/// Most bytes tolerated after a decoded message. Some peers add a byte or
+/// two the schema does not have (librdkafka's mock broker does, for Metadata
+/// v13); those are kept and sent on after the re-encoded body. More than this
+/// is not a message the proxy understands.
+pub const MAX_TRAILING_BYTES: usize = 16;
+
+/// Decodes a message body, leaving at most [`MAX_TRAILING_BYTES`] in `buf`
+/// for the caller to pass on.
 pub(crate) fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     let value = T::decode(buf, version).map_err(|e| e.to_string())?;
-    if !buf.is_empty() {
+    if buf.len() > MAX_TRAILING_BYTES {
         return Err(format!("{} bytes left over after the message", buf.len()));
     }
     Ok(value)

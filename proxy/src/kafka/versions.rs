@@ -42,6 +42,7 @@ pub fn cap_api_versions(
             }
             Ok(_) => true,
         });
-    let body = encode(&r, version).map_err(fail)?;
+    let mut body = encode(&r, version).map_err(fail)?;
+    body.extend_from_slice(&buf);
     with_header(&header, header_version, &body).map_err(fail)
 }

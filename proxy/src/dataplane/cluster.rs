@@ -1,0 +1,222 @@
+//! One generation of a virtual cluster at run time: its configuration, TLS,
+//! filters, metrics, the upstream nodes it has learned, and its connections.
+//! Everything here is built in `prepare` before any traffic is routed to it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use super::tls::{self, TlsError};
+use crate::config::model::VirtualCluster;
+use crate::config::types::HostPort;
+use crate::filter::Filter;
+use crate::kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
+use crate::metrics::{ClusterMetrics, Metrics};
+
+/// An upstream node's address as the upstream cluster announces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeAddr {
+    /// Host name or IP.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// A running generation of a virtual cluster.
+pub struct ClusterRuntime {
+    /// The cluster's configuration.
+    pub config: VirtualCluster,
+    /// Increases with every reload that touches the cluster.
+    pub generation: u64,
+    /// TLS for clients, when configured.
+    pub acceptor: Option<TlsAcceptor>,
+    /// TLS towards the brokers, when configured.
+    pub connector: Option<TlsConnector>,
+    /// What clients are told in broker addresses.
+    pub advertised: Advertised,
+    /// Filters applied to every request, in order.
+    pub filters: Vec<Arc<dyn Filter>>,
+    /// This cluster's metrics.
+    pub metrics: ClusterMetrics,
+    /// API keys whose responses or requests the proxy decodes, so their
+    /// versions are capped in ApiVersions.
+    decoded: HashSet<i16>,
+    nodes: RwLock<HashMap<i32, NodeAddr>>,
+    warned: Mutex<HashSet<i32>>,
+    active: AtomicUsize,
+    next_bootstrap: AtomicUsize,
+}
+
+impl std::fmt::Debug for ClusterRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterRuntime")
+            .field("name", &self.config.name)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterRuntime {
+    /// Builds everything a generation needs except its listeners.
+    pub fn prepare(
+        config: &VirtualCluster,
+        generation: u64,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Arc<Self>, TlsError> {
+        let acceptor = match &config.gateway.tls {
+            Some(t) => Some(tls::acceptor(&t.material.0)?),
+            None => None,
+        };
+        let connector = match &config.upstream.tls {
+            Some(t) => Some(tls::connector(&t.material.0)?),
+            None => None,
+        };
+        let mut decoded: HashSet<i16> = REWRITTEN_APIS.iter().map(|k| *k as i16).collect();
+        for filter in &config.filters {
+            decoded.extend(filter.filter.decoded_apis());
+        }
+        decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
+        Ok(Arc::new(ClusterRuntime {
+            advertised: Advertised::new(
+                &config.gateway.advertised_host.to_string(),
+                config.gateway.broker_ports,
+            ),
+            filters: config
+                .filters
+                .iter()
+                .map(|f| Arc::clone(&f.filter))
+                .collect(),
+            metrics: metrics.cluster(config.name.as_str()),
+            config: config.clone(),
+            generation,
+            acceptor,
+            connector,
+            decoded,
+            nodes: RwLock::new(HashMap::new()),
+            warned: Mutex::new(HashSet::new()),
+            active: AtomicUsize::new(0),
+            next_bootstrap: AtomicUsize::new(0),
+        }))
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        self.config.name.as_str()
+    }
+
+    /// Whether the proxy decodes this API, so ApiVersions must cap it.
+    pub fn decodes(&self, api_key: i16) -> bool {
+        self.decoded.contains(&api_key)
+    }
+
+    /// Admits one more connection unless `limits.maxConnections` are open.
+    pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        let max = self.config.limits.max_connections as usize;
+        let admitted = self
+            .active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok();
+        if !admitted {
+            self.metrics.rejected("max_connections");
+            return None;
+        }
+        self.metrics.connections_active.inc();
+        self.metrics.connections_total.inc();
+        Some(Admitted(Arc::clone(self)))
+    }
+
+    /// Connections open now.
+    pub fn active_connections(&self) -> usize {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Records upstream node addresses seen in a response.
+    pub fn learn(&self, learned: &[Learned]) {
+        let fresh: Vec<(i32, NodeAddr)> = {
+            let nodes = self
+                .nodes
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            learned
+                .iter()
+                .filter_map(|l| {
+                    let addr = NodeAddr {
+                        host: l.host.clone(),
+                        port: u16::try_from(l.port).ok()?,
+                    };
+                    (nodes.get(&l.node_id) != Some(&addr)).then_some((l.node_id, addr))
+                })
+                .collect()
+        };
+        if fresh.is_empty() {
+            return;
+        }
+        let mut nodes = self
+            .nodes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (id, addr) in fresh {
+            tracing::debug!(cluster = %self.name(), node = id, host = %addr.host, port = addr.port, "upstream node learned");
+            nodes.insert(id, addr);
+        }
+    }
+
+    /// Reports node ids outside the port range, once each per generation.
+    pub fn unmapped(&self, ids: &[i32]) {
+        for id in ids {
+            self.metrics.unknown_nodes.inc();
+            let first = self
+                .warned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(*id);
+            if first {
+                let b = self.config.gateway.broker_ports;
+                tracing::warn!(
+                    cluster = %self.name(),
+                    node = id,
+                    first_node_id = b.first_node_id,
+                    count = b.count,
+                    "upstream node outside the broker port range; hidden from clients"
+                );
+            }
+        }
+    }
+
+    /// Where upstream node `id` lives, if known.
+    pub fn node(&self, id: i32) -> Option<NodeAddr> {
+        self.nodes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+            .cloned()
+    }
+
+    /// The bootstrap servers, starting at a different one each call so load
+    /// spreads and a dead first server does not slow every connection.
+    pub fn bootstrap_order(&self) -> Vec<&HostPort> {
+        let servers = &self.config.upstream.bootstrap_servers;
+        let start = self.next_bootstrap.fetch_add(1, Ordering::Relaxed) % servers.len().max(1);
+        servers
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(servers.len())
+            .collect()
+    }
+}
+
+/// One admitted connection; dropping it frees the slot.
+#[derive(Debug)]
+pub struct Admitted(Arc<ClusterRuntime>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+        self.0.metrics.connections_active.dec();
+    }
+}

@@ -1,0 +1,123 @@
+//! Listening sockets, keyed by address. A listener is bound first and routed
+//! later: its accept loop asks, for every connection, which cluster
+//! generation the port leads to now, so a reload can hand an open socket to a
+//! new generation without closing it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::cluster::ClusterRuntime;
+use super::connection::{self, Role};
+
+/// Pending connections the kernel queues per listener.
+const BACKLOG: u32 = 1024;
+
+/// Where a port's connections go.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The generation serving the port.
+    pub cluster: Arc<ClusterRuntime>,
+    /// Bootstrap or which broker.
+    pub role: Role,
+}
+
+/// Binds `addr` (with `SO_REUSEADDR`, so a port in TIME_WAIT can be taken
+/// again at once) without accepting yet.
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+/// A bound socket with its accept loop.
+#[derive(Debug)]
+pub struct Listener {
+    addr: SocketAddr,
+    route: watch::Sender<Option<Route>>,
+    stop: CancellationToken,
+}
+
+impl Listener {
+    /// Starts accepting on a bound socket; connections follow `route`.
+    /// Connection tasks are spawned on `tracker` so shutdown can wait for them.
+    pub fn start(socket: TcpListener, route: Route, tracker: &TaskTracker) -> Self {
+        let addr = socket
+            .local_addr()
+            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+        let (tx, rx) = watch::channel(Some(route));
+        let stop = CancellationToken::new();
+        tracker.spawn(accept_loop(socket, rx, stop.clone(), tracker.clone()));
+        Listener {
+            addr,
+            route: tx,
+            stop,
+        }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Sends new connections to another generation; open ones are untouched.
+    pub fn set_route(&self, route: Route) {
+        self.route.send_replace(Some(route));
+    }
+
+    /// The generation new connections go to.
+    pub fn route(&self) -> Option<Route> {
+        self.route.borrow().clone()
+    }
+
+    /// Stops accepting and closes the socket; open connections are untouched.
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn accept_loop(
+    socket: TcpListener,
+    route: watch::Receiver<Option<Route>>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => return,
+            r = socket.accept() => r,
+        };
+        match accepted {
+            Ok((tcp, peer)) => {
+                let current = route.borrow().clone();
+                match current {
+                    Some(r) => {
+                        tracker.spawn(connection::serve(tcp, peer, r.cluster, r.role));
+                    }
+                    None => drop(tcp),
+                }
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

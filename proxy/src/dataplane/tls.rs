@@ -1,0 +1,82 @@
+//! rustls configurations built from validated TLS material. One crypto
+//! provider (ring) is used everywhere, passed explicitly.
+
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use crate::config::tls::{ClientMaterial, ServerMaterial};
+
+/// Building a TLS configuration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// rustls refused the material.
+    #[error("tls configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+    /// The client-certificate verifier could not be built.
+    #[error("client certificate verifier: {0}")]
+    ClientVerifier(#[from] rustls::server::VerifierBuilderError),
+    /// No CA was configured and the system has none.
+    #[error("no trusted CA certificates: set upstream.tls.caFile")]
+    NoRoots,
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn roots(
+    certs: &[rustls_pki_types::CertificateDer<'static>],
+) -> Result<Arc<RootCertStore>, TlsError> {
+    let mut store = RootCertStore::empty();
+    for cert in certs {
+        store.add(cert.clone())?;
+    }
+    Ok(Arc::new(store))
+}
+
+/// The acceptor for a cluster's client-facing listeners; mTLS when client CAs are set.
+pub fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
+    let builder =
+        ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
+    let builder = if material.client_roots.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(roots(&material.client_roots)?, provider())
+                .build()?;
+        builder.with_client_cert_verifier(verifier)
+    };
+    let config = builder.with_single_cert(material.cert_chain.clone(), material.key.clone_key())?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The connector towards a cluster's upstream brokers.
+pub fn connector(material: &ClientMaterial) -> Result<TlsConnector, TlsError> {
+    let store = match &material.roots {
+        Some(certs) => roots(certs)?,
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let mut store = RootCertStore::empty();
+            let (added, _) = store.add_parsable_certificates(found.certs);
+            if added == 0 {
+                return Err(TlsError::NoRoots);
+            }
+            Arc::new(store)
+        }
+    };
+    let verifier = WebPkiServerVerifier::builder_with_provider(store, provider())
+        .build()
+        .map_err(|e| TlsError::Rustls(rustls::Error::General(e.to_string())))?;
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_webpki_verifier(verifier);
+    let config = match &material.identity {
+        Some((chain, key)) => builder.with_client_auth_cert(chain.clone(), key.clone_key())?,
+        None => builder.with_no_client_auth(),
+    };
+    Ok(TlsConnector::from(Arc::new(config)))
+}

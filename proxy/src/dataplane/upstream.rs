@@ -1,0 +1,232 @@
+//! Connecting to upstream brokers, and the proxy's own small Kafka client for
+//! the one thing it asks by itself: which brokers exist (for a client that
+//! connects straight to a broker port before any bootstrap).
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
+    RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::cluster::{ClusterRuntime, NodeAddr};
+use crate::kafka::rewrite::Learned;
+
+/// How long connecting (TCP and TLS) to a broker may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the proxy's own metadata lookup may take.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest response the proxy's own client accepts.
+const MAX_OWN_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// A byte stream to a peer, plain or TLS.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// A boxed stream.
+pub type BoxIo = Box<dyn Io>;
+
+/// Reaching the upstream cluster failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// TCP connect failed.
+    #[error("connect to {addr}: {source}")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TCP or TLS took longer than [`CONNECT_TIMEOUT`].
+    #[error("connect to {0}: timed out")]
+    Timeout(String),
+    /// The TLS handshake failed.
+    #[error("tls handshake with {addr}: {source}")]
+    Tls {
+        /// `host:port`.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The name to verify the broker's certificate against is not valid.
+    #[error("{0:?} is not a valid TLS server name")]
+    ServerName(String),
+    /// No bootstrap server could be reached.
+    #[error("no bootstrap server reachable (last error: {0})")]
+    NoBootstrap(Box<UpstreamError>),
+    /// The proxy's own metadata request failed.
+    #[error("metadata lookup: {0}")]
+    Metadata(String),
+    /// The node is not in the upstream cluster's metadata.
+    #[error("node {0} is not in the upstream cluster's metadata")]
+    UnknownNode(i32),
+}
+
+/// Connects to one broker, with TLS when the cluster's upstream uses it.
+pub async fn connect(
+    cluster: &ClusterRuntime,
+    host: &str,
+    port: u16,
+) -> Result<BoxIo, UpstreamError> {
+    let addr = format!("{host}:{port}");
+    let attempt = async {
+        let tcp =
+            TcpStream::connect((host, port))
+                .await
+                .map_err(|source| UpstreamError::Connect {
+                    addr: addr.clone(),
+                    source,
+                })?;
+        let _ = tcp.set_nodelay(true);
+        let Some(connector) = &cluster.connector else {
+            return Ok(Box::new(tcp) as BoxIo);
+        };
+        let name = cluster
+            .config
+            .upstream
+            .tls
+            .as_ref()
+            .and_then(|t| t.server_name.clone())
+            .unwrap_or_else(|| host.to_owned());
+        let server_name =
+            ServerName::try_from(name.clone()).map_err(|_| UpstreamError::ServerName(name))?;
+        let tls = connector
+            .connect(server_name, tcp)
+            .await
+            .map_err(|source| UpstreamError::Tls {
+                addr: addr.clone(),
+                source,
+            })?;
+        Ok(Box::new(tls) as BoxIo)
+    };
+    let result = match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Ok(r) => r,
+        Err(_) => Err(UpstreamError::Timeout(addr)),
+    };
+    if result.is_err() {
+        cluster.metrics.upstream_connect_failures.inc();
+    }
+    result
+}
+
+/// Connects to the first reachable bootstrap server.
+pub async fn connect_bootstrap(cluster: &ClusterRuntime) -> Result<(BoxIo, String), UpstreamError> {
+    let mut last = None;
+    for server in cluster.bootstrap_order() {
+        let host = server.host.to_string();
+        match connect(cluster, &host, server.port.get()).await {
+            Ok(io) => return Ok((io, server.to_string())),
+            Err(e) => {
+                tracing::warn!(cluster = %cluster.name(), server = %server, error = %e, "bootstrap server unreachable");
+                last = Some(e);
+            }
+        }
+    }
+    Err(UpstreamError::NoBootstrap(Box::new(last.unwrap_or(
+        UpstreamError::Metadata("no bootstrap servers".into()),
+    ))))
+}
+
+/// Where node `id` lives: learned from earlier responses, or asked of the
+/// upstream cluster now.
+pub async fn node_address(cluster: &ClusterRuntime, id: i32) -> Result<NodeAddr, UpstreamError> {
+    if let Some(addr) = cluster.node(id) {
+        return Ok(addr);
+    }
+    let learned = tokio::time::timeout(METADATA_TIMEOUT, fetch_brokers(cluster))
+        .await
+        .map_err(|_| UpstreamError::Metadata("timed out".into()))??;
+    cluster.learn(&learned);
+    cluster.node(id).ok_or(UpstreamError::UnknownNode(id))
+}
+
+/// Asks a bootstrap server for the cluster's brokers.
+async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, UpstreamError> {
+    let (mut io, server) = connect_bootstrap(cluster).await?;
+    let fail = |e: String| UpstreamError::Metadata(format!("{server}: {e}"));
+    let versions: ApiVersionsResponse = call(
+        &mut io,
+        ApiKey::ApiVersions,
+        0,
+        1,
+        &ApiVersionsRequest::default(),
+    )
+    .await
+    .map_err(fail)?;
+    let supported = ApiKey::Metadata.valid_versions();
+    let version = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Metadata as i16)
+        .map(|k| k.max_version.min(supported.max))
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| fail("the broker offers no usable Metadata version".into()))?;
+    let mut request = MetadataRequest::default();
+    // An empty topic list (v1+) asks for brokers only.
+    request.topics = Some(Vec::new());
+    let metadata: MetadataResponse = call(&mut io, ApiKey::Metadata, version, 2, &request)
+        .await
+        .map_err(fail)?;
+    Ok(metadata
+        .brokers
+        .into_iter()
+        .map(|b| Learned {
+            node_id: b.node_id.0,
+            host: b.host.to_string(),
+            port: b.port,
+        })
+        .collect())
+}
+
+/// Sends one request and reads its response.
+async fn call<Req: Encodable, Resp: Decodable>(
+    io: &mut BoxIo,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &Req,
+) -> Result<Resp, String> {
+    let mut header = RequestHeader::default();
+    header.request_api_key = api as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(StrBytes::from_static_str("sluice-proxy"));
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, api.request_header_version(version))
+        .map_err(|e| e.to_string())?;
+    request
+        .encode(&mut body, version)
+        .map_err(|e| e.to_string())?;
+    let mut frame = BytesMut::with_capacity(4 + body.len());
+    frame.put_i32(i32::try_from(body.len()).map_err(|_| "request too large")?);
+    frame.put_slice(&body);
+    io.write_all(&frame).await.map_err(|e| e.to_string())?;
+    io.flush().await.map_err(|e| e.to_string())?;
+
+    let len = io.read_i32().await.map_err(|e| e.to_string())?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|l| (4..=MAX_OWN_RESPONSE).contains(l))
+        .ok_or_else(|| format!("bad response length {len}"))?;
+    let mut buf = vec![0u8; len];
+    io.read_exact(&mut buf).await.map_err(|e| e.to_string())?;
+    let mut buf = bytes::Bytes::from(buf);
+    let response_header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
+        .map_err(|e| e.to_string())?;
+    if response_header.correlation_id != correlation_id {
+        return Err("response does not match the request".into());
+    }
+    let response = Resp::decode(&mut buf, version).map_err(|e| e.to_string())?;
+    if buf.has_remaining() {
+        return Err("trailing bytes after the response".into());
+    }
+    Ok(response)
+}

@@ -1,0 +1,250 @@
+//! Prometheus metrics. One [`Metrics`] per process owns the registry; each
+//! virtual cluster gets a [`ClusterMetrics`] with its label values resolved
+//! once, so the data path only bumps atomics.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// `cluster` label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClusterLabel {
+    /// Virtual cluster name.
+    pub cluster: String,
+}
+
+/// `cluster` and `api` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ApiLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// Kafka API name, e.g. `Metadata`.
+    pub api: String,
+}
+
+/// `cluster` and `direction` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DirectionLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// `to_upstream` or `to_client`.
+    pub direction: &'static str,
+}
+
+/// `cluster` and `reason` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// Why, e.g. `too_large`.
+    pub reason: &'static str,
+}
+
+/// Every metric family of the data plane.
+#[derive(Debug, Default, Clone)]
+struct Families {
+    connections_active: Family<ClusterLabel, Gauge>,
+    connections_total: Family<ClusterLabel, Counter>,
+    connections_rejected: Family<ReasonLabels, Counter>,
+    bytes: Family<DirectionLabels, Counter>,
+    requests: Family<ApiLabels, Counter>,
+    rewrites: Family<ApiLabels, Counter>,
+    denied: Family<ApiLabels, Counter>,
+    upstream_connect_failures: Family<ClusterLabel, Counter>,
+    connections_closed_on_error: Family<ReasonLabels, Counter>,
+    unknown_nodes: Family<ClusterLabel, Counter>,
+}
+
+/// The process's metrics registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: std::sync::Mutex<Registry>,
+    families: Families,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every data-plane family registered.
+    pub fn new() -> Self {
+        let families = Families::default();
+        let mut r = Registry::with_prefix("sluice");
+        let f = &families;
+        r.register(
+            "connections_active",
+            "Client connections open now",
+            f.connections_active.clone(),
+        );
+        r.register(
+            "connections",
+            "Client connections accepted",
+            f.connections_total.clone(),
+        );
+        r.register(
+            "connections_rejected",
+            "Client connections closed at once (reason: max_connections, no_route)",
+            f.connections_rejected.clone(),
+        );
+        r.register(
+            "bytes",
+            "Bytes forwarded (direction: to_upstream, to_client)",
+            f.bytes.clone(),
+        );
+        r.register(
+            "requests",
+            "Requests received from clients, by Kafka API",
+            f.requests.clone(),
+        );
+        r.register(
+            "rewrites",
+            "Responses whose broker addresses were rewritten",
+            f.rewrites.clone(),
+        );
+        r.register(
+            "denied_requests",
+            "Requests answered by a filter with an error",
+            f.denied.clone(),
+        );
+        r.register(
+            "upstream_connect_failures",
+            "Failed attempts to connect to an upstream broker",
+            f.upstream_connect_failures.clone(),
+        );
+        r.register(
+            "connections_closed_on_error",
+            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, rewrite, upstream)",
+            f.connections_closed_on_error.clone(),
+        );
+        r.register(
+            "unknown_nodes",
+            "Upstream node ids seen outside the cluster's broker port range",
+            f.unknown_nodes.clone(),
+        );
+        Metrics {
+            registry: std::sync::Mutex::new(r),
+            families,
+        }
+    }
+
+    /// Registers more metrics (the admin API and reload engine add theirs).
+    pub fn register(
+        &self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .register(name, help, metric);
+    }
+
+    /// The text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+
+    /// Handles for one virtual cluster.
+    pub fn cluster(self: &Arc<Self>, name: &str) -> ClusterMetrics {
+        let label = ClusterLabel {
+            cluster: name.to_owned(),
+        };
+        let f = &self.families;
+        let direction = |direction| DirectionLabels {
+            cluster: name.to_owned(),
+            direction,
+        };
+        ClusterMetrics {
+            name: name.to_owned(),
+            families: f.clone(),
+            connections_active: f.connections_active.get_or_create_owned(&label),
+            connections_total: f.connections_total.get_or_create_owned(&label),
+            bytes_to_upstream: f.bytes.get_or_create_owned(&direction("to_upstream")),
+            bytes_to_client: f.bytes.get_or_create_owned(&direction("to_client")),
+            upstream_connect_failures: f.upstream_connect_failures.get_or_create_owned(&label),
+            unknown_nodes: f.unknown_nodes.get_or_create_owned(&label),
+        }
+    }
+}
+
+/// One virtual cluster's metrics.
+#[derive(Debug, Clone)]
+pub struct ClusterMetrics {
+    name: String,
+    families: Families,
+    /// Client connections open now.
+    pub connections_active: Gauge,
+    /// Client connections accepted.
+    pub connections_total: Counter,
+    /// Bytes from clients to the upstream.
+    pub bytes_to_upstream: Counter,
+    /// Bytes from the upstream to clients.
+    pub bytes_to_client: Counter,
+    /// Failed upstream connection attempts.
+    pub upstream_connect_failures: Counter,
+    /// Node ids outside the port range.
+    pub unknown_nodes: Counter,
+}
+
+impl ClusterMetrics {
+    fn api(&self, api: &str) -> ApiLabels {
+        ApiLabels {
+            cluster: self.name.clone(),
+            api: api.to_owned(),
+        }
+    }
+
+    /// Counts a request of `api`.
+    pub fn request(&self, api: &str) {
+        self.families.requests.get_or_create(&self.api(api)).inc();
+    }
+
+    /// Counts a rewritten response of `api`.
+    pub fn rewrite(&self, api: &str) {
+        self.families.rewrites.get_or_create(&self.api(api)).inc();
+    }
+
+    /// Counts a request of `api` denied by a filter.
+    pub fn denied(&self, api: &str) {
+        self.families.denied.get_or_create(&self.api(api)).inc();
+    }
+
+    /// Counts a connection refused at once.
+    pub fn rejected(&self, reason: &'static str) {
+        let labels = ReasonLabels {
+            cluster: self.name.clone(),
+            reason,
+        };
+        self.families
+            .connections_rejected
+            .get_or_create(&labels)
+            .inc();
+    }
+
+    /// Counts a connection closed because of a protocol error.
+    pub fn closed_on_error(&self, reason: &'static str) {
+        let labels = ReasonLabels {
+            cluster: self.name.clone(),
+            reason,
+        };
+        self.families
+            .connections_closed_on_error
+            .get_or_create(&labels)
+            .inc();
+    }
+}

@@ -1,0 +1,37 @@
+"""Admin operations through the proxy; prints one JSON line per operation.
+
+usage: admin.py BOOTSTRAP delete-topic TOPIC
+       admin.py BOOTSTRAP create-topic TOPIC PARTITIONS
+       admin.py BOOTSTRAP list-topics
+"""
+import json
+import sys
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+bootstrap, op = sys.argv[1], sys.argv[2]
+admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+
+
+def outcome(futures):
+    out = {}
+    for name, future in futures.items():
+        try:
+            future.result(timeout=30)
+            out[name] = {"ok": True}
+        except KafkaException as e:
+            err = e.args[0]
+            out[name] = {"ok": False, "code": err.code(), "name": err.name(), "message": err.str()}
+    return out
+
+
+if op == "delete-topic":
+    print(json.dumps(outcome(admin.delete_topics([sys.argv[3]], operation_timeout=10))))
+elif op == "create-topic":
+    print(json.dumps(outcome(admin.create_topics([NewTopic(sys.argv[3], int(sys.argv[4]), 1)]))))
+elif op == "list-topics":
+    md = admin.list_topics(timeout=10)
+    print(json.dumps({"topics": sorted(md.topics), "brokers": sorted([b.id, b.host, b.port] for b in md.brokers.values())}))
+else:
+    sys.exit(f"unknown operation {op}")

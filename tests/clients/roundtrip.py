@@ -1,0 +1,73 @@
+"""Produce N keyed messages, consume them with a consumer group, report JSON.
+
+usage: roundtrip.py BOOTSTRAP TOPIC COUNT GROUP [--old] [--hold] [--ssl CA CERT KEY] [--idempotent]
+
+--old      speak old, non-flexible protocol versions (no ApiVersions request)
+--hold     after reporting, keep the connections open until stdin closes
+--ssl      TLS to the proxy: CA file, then client cert and key ('-' for none)
+Output: one JSON line {"acked", "consumed", "unique", "missing", "errors", "brokers"}.
+"""
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer
+
+args = sys.argv[1:]
+bootstrap, topic, count, group = args[0], args[1], int(args[2]), args[3]
+conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000}
+if "--old" in args:
+    conf.update({"api.version.request": False, "broker.version.fallback": "0.10.2.1", "log_level": 3})
+if "--ssl" in args:
+    i = args.index("--ssl")
+    ca, cert, key = args[i + 1 : i + 4]
+    conf.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": "none"})
+    if cert != "-":
+        conf.update({"ssl.certificate.location": cert, "ssl.key.location": key})
+errors = []
+pconf = dict(conf, **({"enable.idempotence": True, "acks": "all"} if "--idempotent" in args else {}))
+producer = Producer(pconf)
+acked = set()
+
+
+def delivered(err, msg):
+    if err is None:
+        acked.add(msg.key().decode())
+    else:
+        errors.append(str(err))
+
+
+for i in range(count):
+    producer.produce(topic, key=str(i), value=f"value-{i}", on_delivery=delivered)
+    producer.poll(0)
+producer.flush(30)
+
+consumer = Consumer(dict(conf, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+consumer.subscribe([topic])
+seen = []
+deadline = time.time() + 60
+while len(set(seen)) < len(acked) and time.time() < deadline:
+    msg = consumer.poll(0.5)
+    if msg is None:
+        continue
+    if msg.error():
+        errors.append(str(msg.error()))
+        continue
+    seen.append(msg.key().decode())
+try:
+    consumer.commit(asynchronous=False)
+except KafkaException as e:
+    errors.append(str(e))
+metadata = consumer.list_topics(timeout=10)
+report = {
+    "acked": len(acked),
+    "consumed": len(seen),
+    "unique": len(set(seen)),
+    "missing": sorted(acked - set(seen), key=int)[:10],
+    "errors": errors[:10],
+    "brokers": sorted([b.id, b.host, b.port] for b in metadata.brokers.values()),
+}
+print(json.dumps(report), flush=True)
+if "--hold" in args:
+    sys.stdin.read()
+consumer.close()

@@ -1,0 +1,124 @@
+//! Real Kafka peers: the tansu broker and librdkafka's multi-broker mock
+//! cluster, each a separate process on 127.0.0.1.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::ports::port;
+use crate::process::Proc;
+use crate::python;
+
+/// A single-node tansu broker with in-memory storage. Its node id is 111.
+#[derive(Debug)]
+pub struct Tansu {
+    /// `127.0.0.1:port`.
+    pub addr: String,
+    proc: Proc,
+}
+
+/// tansu's broker node id.
+pub const TANSU_NODE_ID: i32 = 111;
+
+impl Tansu {
+    /// Starts tansu and waits until it says it is ready.
+    pub fn start() -> Tansu {
+        Self::start_advertising(None)
+    }
+
+    /// Starts tansu advertising another address than its own (for a TLS
+    /// terminator in front of it).
+    pub fn start_advertising(advertised: Option<&str>) -> Tansu {
+        let addr = format!("127.0.0.1:{}", port());
+        let listen = format!("tcp://{addr}");
+        let advertised = advertised.map_or_else(|| listen.clone(), |a| format!("tcp://{a}"));
+        let mut cmd = Command::new("tansu");
+        cmd.args([
+            "broker",
+            "--listener-url",
+            &listen,
+            "--advertised-listener-url",
+            &advertised,
+        ]);
+        cmd.args(["--storage-engine", "memory://tansu/"]);
+        let mut proc = Proc::spawn("tansu", cmd);
+        // tansu exits 0 when its port is taken, so readiness is its own line.
+        proc.wait_for_line("ready in", Duration::from_secs(30));
+        Tansu { addr, proc }
+    }
+
+    /// Creates a topic.
+    pub fn create_topic(&self, name: &str, partitions: u32) {
+        let out = Command::new("tansu")
+            .args([
+                "topic",
+                "create",
+                name,
+                "--broker",
+                &format!("tcp://{}", self.addr),
+            ])
+            .args(["--partitions", &partitions.to_string()])
+            .output()
+            .expect("run tansu topic create");
+        assert!(
+            out.status.success(),
+            "tansu topic create {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The broker's port.
+    pub fn port(&self) -> u16 {
+        self.addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port")
+    }
+
+    /// The broker's PID.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+}
+
+/// librdkafka's mock cluster: `n` brokers with node ids 1..=n on ephemeral ports.
+#[derive(Debug)]
+pub struct MockCluster {
+    /// The brokers' addresses, node 1 first.
+    pub brokers: Vec<String>,
+    proc: Proc,
+}
+
+impl MockCluster {
+    /// Starts `n` brokers with the given `topic:partitions`.
+    pub fn start(n: u32, topics: &[&str]) -> MockCluster {
+        let mut cmd = python::command("mock_cluster.py");
+        cmd.arg(n.to_string()).args(topics);
+        let mut proc = Proc::spawn("mock-cluster", cmd);
+        let line = proc.wait_for_line("BOOTSTRAP ", Duration::from_secs(30));
+        let brokers = line
+            .trim_start_matches("BOOTSTRAP ")
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .collect();
+        MockCluster { brokers, proc }
+    }
+
+    /// The mock process's PID.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    /// The brokers' ports, node 1 first.
+    pub fn ports(&self) -> Vec<u16> {
+        self.brokers
+            .iter()
+            .map(|b| {
+                b.rsplit(':')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .expect("port")
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,131 @@
+//! Running the Python Kafka clients (confluent-kafka, librdkafka 2.16) from
+//! `tests/clients`, with the virtualenv `scripts/install-test-deps` made.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::repo;
+
+/// The virtualenv's interpreter.
+pub fn interpreter() -> PathBuf {
+    let venv = std::env::var_os("SLUICE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/sluice/venv")
+        });
+    let python = venv.join("bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/install-test-deps",
+        python.display()
+    );
+    python
+}
+
+/// A command running `tests/clients/<script>`.
+pub fn command(script: &str) -> Command {
+    let mut cmd = Command::new(interpreter());
+    cmd.arg(repo().join("tests/clients").join(script));
+    cmd.env("PYTHONUNBUFFERED", "1");
+    cmd
+}
+
+/// Runs a client script to its end (at most `timeout`) and parses the last
+/// line it printed as JSON.
+pub fn run_json(script: &str, args: &[&str], timeout: Duration) -> serde_json::Value {
+    let mut cmd = command(script);
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let output = match rx.recv_timeout(timeout) {
+        Ok(out) => out.expect("wait for client"),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("{script} {args:?} did not finish within {timeout:?}");
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|_| {
+        panic!(
+            "{script} {args:?} ({}) printed no JSON:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        )
+    })
+}
+
+/// A client that reported and now holds its connections open until dropped.
+#[derive(Debug)]
+pub struct Holding {
+    /// What the client reported.
+    pub report: serde_json::Value,
+    child: std::process::Child,
+}
+
+impl Holding {
+    /// The client's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        if self
+            .child
+            .wait_timeout_or_kill(Duration::from_secs(20))
+            .is_none()
+        {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+trait WaitTimeout {
+    fn wait_timeout_or_kill(&mut self, timeout: Duration) -> Option<std::process::ExitStatus>;
+}
+
+impl WaitTimeout for std::process::Child {
+    fn wait_timeout_or_kill(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Runs `roundtrip.py` with `--hold`: returns once it has reported, with its
+/// connections still open so the test can inspect them.
+pub fn roundtrip_holding(args: &[&str]) -> Holding {
+    use std::io::BufRead;
+    let mut cmd = command("roundtrip.py");
+    cmd.args(args)
+        .arg("--hold")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("start roundtrip.py");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read report");
+    let report = serde_json::from_str(&line)
+        .unwrap_or_else(|_| panic!("roundtrip.py printed no report: {line:?}"));
+    Holding { report, child }
+}
