@@ -171,7 +171,7 @@ fn tansu_round_trip_and_no_client_connection_bypasses_the_proxy() {
     let tansu = Tansu::start();
     tansu.create_topic("payments", 3);
     let base = ports(2);
-    let proxy = Proxy::start(&config(&[tansu.addr.clone()], base, TANSU_NODE_ID, 1));
+    let proxy = Proxy::start(&config(std::slice::from_ref(&tansu.addr), base, TANSU_NODE_ID, 1));
     let bootstrap = format!("127.0.0.1:{base}");
 
     let client = python::roundtrip_holding(&[&bootstrap, "payments", &N.to_string(), "g1"]);
