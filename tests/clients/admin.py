@@ -1,6 +1,7 @@
 """Admin operations through the proxy; prints one JSON line per operation.
 
-usage: admin.py BOOTSTRAP delete-topic TOPIC
+usage: admin.py BOOTSTRAP OPERATION ARGS... [--ssl CA CERT KEY]
+       admin.py BOOTSTRAP delete-topic TOPIC
        admin.py BOOTSTRAP create-topic TOPIC PARTITIONS
        admin.py BOOTSTRAP list-topics
 """
@@ -10,8 +11,18 @@ import sys
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-bootstrap, op = sys.argv[1], sys.argv[2]
-admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+args = sys.argv[1:]
+conf = {"bootstrap.servers": args[0], "socket.timeout.ms": 10000}
+if "--ssl" in args:
+    i = args.index("--ssl")
+    ca, cert, key = args[i + 1 : i + 4]
+    del args[i : i + 4]
+    conf.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": "none"})
+    if cert != "-":
+        conf.update({"ssl.certificate.location": cert, "ssl.key.location": key})
+op = args[1]
+sys.argv = [sys.argv[0]] + args
+admin = AdminClient(conf)
 
 
 def outcome(futures):

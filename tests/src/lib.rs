@@ -8,12 +8,16 @@
 //! - [`peers`]: the tansu broker and librdkafka's mock cluster
 //! - [`proxy`]: a `sluice-proxy run` process
 //! - [`python`]: the Python Kafka clients in `tests/clients`
+//! - [`certs`]: certificates made per test run
 //! - [`http`]: a tiny HTTP client for the admin API
+//! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
 
 use std::path::{Path, PathBuf};
 
+pub mod certs;
 pub mod http;
+pub mod kafka;
 pub mod peers;
 pub mod ports;
 pub mod process;
