@@ -1,32 +1,68 @@
-//! The admin HTTP API: health, readiness, clusters and metrics. Served on
-//! `admin.listen`.
+//! The admin HTTP API, served on `admin.listen`: configuration validate,
+//! reload, status and content; clusters; health, readiness and metrics.
+//!
+//! - `config`: the configuration endpoints
+//! - `auth`: who may call the mutating ones
+//! - [`error`]: the JSON error type
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::json;
 
+use crate::config::MAX_CONFIG_BYTES;
 use crate::engine::Engine;
+
+mod auth;
+mod config;
+pub mod error;
+
+/// Largest request body: a configuration at its size limit, with room for
+/// the validator to report the excess itself.
+pub const MAX_BODY_BYTES: usize = MAX_CONFIG_BYTES + 1;
 
 /// What every handler needs.
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// The running proxy.
     pub engine: Arc<Engine>,
+    /// Where applied configurations are written back (`--persist`).
+    pub persist: Option<PathBuf>,
 }
 
-/// The admin API's routes.
+/// The admin API's routes. Serve with `into_make_service_with_connect_info::<SocketAddr>()`:
+/// mutating endpoints look at the caller's address.
 pub fn router(state: AppState) -> Router {
     Router::new()
+        .route("/admin/config/validate", post(config::validate))
+        .route("/admin/config/reload", post(config::reload))
+        .route("/admin/config/status", get(config::status))
+        .route("/admin/config", get(config::current))
+        .route("/admin/clusters", get(clusters))
         .route("/admin/health", get(health))
         .route("/admin/ready", get(ready))
-        .route("/admin/clusters", get(clusters))
         .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// Serves the router on a bound listener until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 async fn health() -> Json<serde_json::Value> {
@@ -54,6 +90,14 @@ async fn metrics(State(s): State<AppState>) -> Response {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         s.engine.metrics().encode(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({ "error": "no such endpoint" })),
     )
         .into_response()
 }

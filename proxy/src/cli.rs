@@ -36,8 +36,8 @@ pub enum Command {
     /// file could not be read.
     Check(CheckArgs),
     /// Run the proxy: serve every virtual cluster of the configuration and the
-    /// admin API until SIGTERM or SIGINT, then drain connections for up to
-    /// drainTimeout and exit 0. Exit status 1 if the configuration is invalid
+    /// admin API; reload FILE on SIGHUP; on SIGTERM or SIGINT become not
+    /// ready, drain connections for up to drainTimeout and exit 0. Exit status 1 if the configuration is invalid
     /// or clusters fail to start (fail-fast), 2 if the file cannot be read.
     Run(RunArgs),
     /// Show what reloading from OLD to NEW would do to each virtual cluster:
@@ -66,6 +66,11 @@ pub struct RunArgs {
     /// its directory.
     #[arg(long, value_name = "FILE", env = "SLUICE_CONFIG")]
     pub config: PathBuf,
+    /// After each reload through the admin API, write the applied
+    /// configuration back to FILE atomically (temporary file + rename), so a
+    /// restart starts from it. Does nothing on a read-only filesystem.
+    #[arg(long, env = "SLUICE_PERSIST")]
+    pub persist: bool,
     /// Log format: `text` for people, `json` (one object per line) for log
     /// pipelines. The level comes from SLUICE_LOG (e.g. `info`,
     /// `sluice_proxy=debug`), default `info`.

@@ -3,8 +3,13 @@
 //! Bringing a cluster up is always two steps. *Prepare* builds a generation
 //! (TLS, filters, metrics) and binds the ports it needs; it can fail, and a
 //! failure releases what it took. *Commit* points the listeners at the new
-//! generation; it cannot fail. Startup is prepare + commit for every cluster,
-//! under the configured startup policy.
+//! generation; it cannot fail. Startup and reload are both prepare-then-commit;
+//! a generation that is replaced or removed drains.
+//!
+//! - `prepare`: building generations, binding, routing
+//! - [`reload`]: validate → diff → prepare → commit → drain
+//! - `drain`: ending a generation's connections
+//! - [`status`]: what `/admin/config/status` reports
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -13,31 +18,52 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use tokio::net::TcpListener;
 use tokio_util::task::TaskTracker;
 
-use crate::config::ValidConfig;
-use crate::config::model::{StartupPolicy, VirtualCluster};
+use crate::config::model::StartupPolicy;
+use crate::config::{FileSource, ValidConfig};
 use crate::dataplane::cluster::ClusterRuntime;
-use crate::dataplane::connection::Role;
-use crate::dataplane::listener::{self, Listener, Route};
-use crate::lifecycle::{Event, State};
+use crate::dataplane::listener::Listener;
+use crate::events::Events;
+use crate::lifecycle::State;
 use crate::metrics::Metrics;
 
+mod drain;
+mod prepare;
+pub mod reload;
+pub mod status;
+
+pub use reload::ReloadOutcome;
+pub use status::ConfigStatus;
+
 /// The process's proxy: configuration in force, generations and listeners.
-#[derive(Debug)]
 pub struct Engine {
     metrics: Arc<Metrics>,
+    events: Events,
+    files: Arc<dyn FileSource>,
+    /// Accept loops and drain tasks.
     tracker: TaskTracker,
     inner: Mutex<Inner>,
     ready: AtomicBool,
+    /// When the running reload started; `None` when none runs.
+    reloading: Mutex<Option<SystemTime>>,
+    status: Mutex<status::Attempts>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
 struct Inner {
     config: ValidConfig,
+    applied_at: SystemTime,
     /// The current generation of every configured cluster.
     clusters: BTreeMap<String, Generation>,
+    /// Replaced or removed generations still draining.
+    draining: Vec<Generation>,
     /// Every bound socket, by address.
     listeners: HashMap<SocketAddr, Listener>,
     next_generation: u64,
@@ -72,6 +98,20 @@ pub struct ClusterStatus {
     pub active_connections: usize,
     /// Addresses it listens on.
     pub listeners: Vec<String>,
+    /// Older generations still draining.
+    pub draining: Vec<DrainingStatus>,
+}
+
+/// A generation that is draining.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainingStatus {
+    /// Its generation number.
+    pub generation: u64,
+    /// When it started draining (RFC 3339).
+    pub since: String,
+    /// Connections still open.
+    pub active_connections: usize,
 }
 
 /// Startup failed under `startupPolicy: fail-fast`.
@@ -90,67 +130,77 @@ fn describe(failures: &[(String, String)]) -> String {
         .join("; ")
 }
 
-/// A generation built and its sockets bound, not yet routed.
-struct Prepared {
-    runtime: Arc<ClusterRuntime>,
-    /// Each address with its role, and a fresh socket unless the address is
-    /// already held by a listener (then that listener is handed over).
-    sockets: Vec<(SocketAddr, Role, Option<TcpListener>)>,
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 impl Engine {
-    /// Starts every cluster of `config`. Under fail-fast, any failure stops
-    /// startup (everything taken is released) and names every failed
-    /// cluster; under best-effort, failed clusters are reported and the rest serve.
-    pub fn start(config: ValidConfig, metrics: Arc<Metrics>) -> Result<Arc<Engine>, StartError> {
+    /// Starts every cluster of `config`; referenced files of later reloads
+    /// are read from `files`. Under fail-fast, any failure stops startup
+    /// (everything taken is released) and names every failed cluster; under
+    /// best-effort, failed clusters are reported and the rest serve.
+    pub fn start(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+    ) -> Result<Arc<Engine>, StartError> {
+        let events = Events::new(&metrics);
         let engine = Arc::new(Engine {
             metrics,
+            events,
+            files,
             tracker: TaskTracker::new(),
             inner: Mutex::new(Inner {
                 config: config.clone(),
+                applied_at: SystemTime::now(),
                 clusters: BTreeMap::new(),
+                draining: Vec::new(),
                 listeners: HashMap::new(),
                 next_generation: 1,
             }),
             ready: AtomicBool::new(false),
+            reloading: Mutex::new(None),
+            status: Mutex::new(status::Attempts::default()),
         });
         let mut prepared = Vec::new();
         let mut failures = Vec::new();
-        {
-            let mut inner = engine.lock();
-            for cluster in &config.config.virtual_clusters {
-                let generation = inner.next_generation;
-                inner.next_generation += 1;
-                match prepare(cluster, generation, &engine.metrics, &inner.listeners) {
-                    Ok(p) => prepared.push(p),
-                    Err(why) => {
-                        tracing::error!(cluster = %cluster.name, error = %why, "virtual cluster failed to start");
-                        failures.push((cluster.name.to_string(), why.clone()));
-                        inner.clusters.insert(
-                            cluster.name.to_string(),
-                            Generation {
-                                runtime: None,
-                                generation,
-                                state: transition(State::Initializing, Event::PrepareFailed),
-                                since: SystemTime::now(),
-                                reason: Some(why),
-                                listeners: Vec::new(),
-                            },
-                        );
-                    }
+        let mut inner = engine.lock();
+        for cluster in &config.config.virtual_clusters {
+            let generation = inner.next_generation;
+            inner.next_generation += 1;
+            match prepare::prepare(
+                cluster,
+                generation,
+                &engine.metrics,
+                &engine.events,
+                &inner.listeners,
+            ) {
+                Ok(p) => prepared.push(p),
+                Err(why) => {
+                    let name = cluster.name.to_string();
+                    failures.push((name.clone(), why.clone()));
+                    let record = prepare::failed(&name, generation, why, &engine.events);
+                    inner.clusters.insert(name, record);
                 }
             }
         }
         if !failures.is_empty() && config.config.startup_policy == StartupPolicy::FailFast {
-            // Dropping `prepared` closes every socket bound so far.
+            for p in prepared {
+                let name = p.runtime.name().to_owned();
+                prepare::failed(
+                    &name,
+                    p.runtime.generation,
+                    "startup aborted".into(),
+                    &engine.events,
+                );
+            }
             return Err(StartError { failures });
         }
-        {
-            let mut inner = engine.lock();
-            for p in prepared {
-                commit(&mut inner, p, &engine.tracker);
-            }
+        for p in prepared {
+            prepare::commit(&mut inner, p, &engine.tracker, &engine.events);
         }
+        drop(inner);
+        engine.events.config_in_force(None, config.version.as_str());
         engine.ready.store(true, Ordering::Release);
         Ok(engine)
     }
@@ -171,12 +221,17 @@ impl Engine {
         self.lock().config.clone()
     }
 
+    /// Where referenced files are read from.
+    pub fn files(&self) -> &dyn FileSource {
+        &*self.files
+    }
+
     /// Whether startup finished and the proxy is not stopping.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
 
-    /// Every cluster's current generation.
+    /// Every cluster's current generation, and the ones draining.
     pub fn clusters(&self) -> Vec<ClusterStatus> {
         let inner = self.lock();
         inner
@@ -185,117 +240,59 @@ impl Engine {
             .map(|(name, g)| ClusterStatus {
                 name: name.clone(),
                 state: g.state,
-                since: humantime::format_rfc3339_millis(g.since).to_string(),
+                since: rfc3339(g.since),
                 reason: g.reason.clone(),
                 generation: g.generation,
                 active_connections: g.runtime.as_ref().map_or(0, |r| r.active_connections()),
                 listeners: g.listeners.iter().map(ToString::to_string).collect(),
+                draining: inner
+                    .draining
+                    .iter()
+                    .filter(|d| d.runtime.as_ref().is_some_and(|r| r.name() == name))
+                    .map(|d| DrainingStatus {
+                        generation: d.generation,
+                        since: rfc3339(d.since),
+                        active_connections: d
+                            .runtime
+                            .as_ref()
+                            .map_or(0, |r| r.active_connections()),
+                    })
+                    .collect(),
             })
             .collect()
     }
 
-    /// Stops: not ready, no new connections, then waits up to `grace` for
-    /// open connections to end.
-    pub async fn shutdown(&self, grace: Duration) {
+    /// Stops: not ready, no new connections, every generation drains (each
+    /// connection ends at a request boundary, or at `drainTimeout`).
+    pub async fn shutdown(self: &Arc<Self>) {
         self.ready.store(false, Ordering::Release);
-        {
+        let (timeout, generations) = {
             let mut inner = self.lock();
             for listener in inner.listeners.values() {
                 listener.close();
             }
             inner.listeners.clear();
+            let names: Vec<String> = inner.clusters.keys().cloned().collect();
+            let mut generations = Vec::new();
+            for name in names {
+                if let Some(g) = inner.clusters.remove(&name) {
+                    generations.push(g);
+                }
+            }
+            (inner.config.config.drain_timeout, generations)
+        };
+        for g in generations {
+            self.drain(g, timeout);
         }
         self.tracker.close();
-        if tokio::time::timeout(grace, self.tracker.wait())
+        // Drains end by themselves at the deadline; the margin only guards
+        // against a bug keeping a task alive.
+        let margin = Duration::from_secs(5);
+        if tokio::time::timeout(timeout + margin, self.tracker.wait())
             .await
             .is_err()
         {
-            tracing::warn!(grace = ?grace, "connections still open at the end of the drain timeout; closing them");
+            tracing::error!("drain tasks still running after the drain timeout; exiting anyway");
         }
     }
-}
-
-fn transition(from: State, event: Event) -> State {
-    match from.on(event) {
-        Ok(to) => to,
-        Err(e) => {
-            // A bug: keep the old state, say so loudly.
-            tracing::error!(error = %e, "lifecycle bug");
-            from
-        }
-    }
-}
-
-/// Every address a cluster listens on, with what each leads to.
-fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Role)> {
-    let g = &cluster.gateway;
-    let mut out = vec![(
-        SocketAddr::new(g.listen_host, g.bootstrap_port.get()),
-        Role::Bootstrap,
-    )];
-    for i in 0..g.broker_ports.count {
-        let port = g.broker_ports.start.get() + i;
-        let node = g.broker_ports.first_node_id + i32::from(i);
-        out.push((SocketAddr::new(g.listen_host, port), Role::Broker(node)));
-    }
-    out
-}
-
-/// Builds a generation and binds the ports not already held.
-fn prepare(
-    cluster: &VirtualCluster,
-    generation: u64,
-    metrics: &Arc<Metrics>,
-    held: &HashMap<SocketAddr, Listener>,
-) -> Result<Prepared, String> {
-    let runtime =
-        ClusterRuntime::prepare(cluster, generation, metrics).map_err(|e| e.to_string())?;
-    let mut sockets = Vec::new();
-    for (addr, role) in addresses(cluster) {
-        if held.contains_key(&addr) {
-            sockets.push((addr, role, None));
-            continue;
-        }
-        let socket = listener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
-        sockets.push((addr, role, Some(socket)));
-    }
-    Ok(Prepared { runtime, sockets })
-}
-
-/// Routes a prepared generation's ports to it. Cannot fail.
-fn commit(inner: &mut Inner, prepared: Prepared, tracker: &TaskTracker) {
-    let runtime = prepared.runtime;
-    let mut addrs = Vec::new();
-    for (addr, role, socket) in prepared.sockets {
-        let route = Route {
-            cluster: Arc::clone(&runtime),
-            role,
-        };
-        match socket {
-            Some(socket) => {
-                inner
-                    .listeners
-                    .insert(addr, Listener::start(socket, route, tracker));
-            }
-            None => {
-                if let Some(l) = inner.listeners.get(&addr) {
-                    l.set_route(route);
-                }
-            }
-        }
-        addrs.push(addr);
-    }
-    let name = runtime.name().to_owned();
-    tracing::info!(cluster = %name, generation = runtime.generation, listeners = addrs.len(), "virtual cluster accepting");
-    inner.clusters.insert(
-        name,
-        Generation {
-            generation: runtime.generation,
-            runtime: Some(runtime),
-            state: transition(State::Initializing, Event::Committed),
-            since: SystemTime::now(),
-            reason: None,
-            listeners: addrs,
-        },
-    );
 }

@@ -7,6 +7,7 @@
 //! - [`metrics`]: the Prometheus registry
 //! - [`lifecycle`]: the pure state machine of a cluster generation
 //! - [`engine`]: generations and listeners; startup, prepare and commit
+//! - [`events`]: notable control-plane events, logged and counted together
 //! - [`admin`]: the admin HTTP API
 //! - [`server`]: `sluice-proxy run`
 //! - [`cli`]: the command line, drivable in-process
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod config;
 pub mod dataplane;
 pub mod engine;
+pub mod events;
 pub mod filter;
 pub mod kafka;
 pub mod lifecycle;

@@ -36,6 +36,7 @@ fn run(args: RunArgs) -> ExitCode {
     };
     let result = runtime.block_on(server::run(RunOptions {
         config: args.config,
+        persist: args.persist,
     }));
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,6 +57,16 @@ struct Families {
     upstream_connect_failures: Family<ClusterLabel, Counter>,
     connections_closed_on_error: Family<ReasonLabels, Counter>,
     unknown_nodes: Family<ClusterLabel, Counter>,
+    drained: Family<ResultLabels, Counter>,
+}
+
+/// `cluster` and `result` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// The outcome.
+    pub result: &'static str,
 }
 
 /// The process's metrics registry.
@@ -127,6 +137,11 @@ impl Metrics {
             "unknown_nodes",
             "Upstream node ids seen outside the cluster's broker port range",
             f.unknown_nodes.clone(),
+        );
+        r.register(
+            "drained_connections",
+            "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
+            f.drained.clone(),
         );
         Metrics {
             registry: std::sync::Mutex::new(r),
@@ -234,6 +249,15 @@ impl ClusterMetrics {
             .connections_rejected
             .get_or_create(&labels)
             .inc();
+    }
+
+    /// Counts a connection of a draining generation that ended.
+    pub fn drained(&self, forced: bool) {
+        let labels = ResultLabels {
+            cluster: self.name.clone(),
+            result: if forced { "forced" } else { "clean" },
+        };
+        self.families.drained.get_or_create(&labels).inc();
     }
 
     /// Counts a connection closed because of a protocol error.

@@ -1,16 +1,18 @@
 //! `sluice-proxy run`: load the configuration, start every cluster, serve the
-//! admin API, and stop gracefully on SIGTERM or SIGINT.
+//! admin API; reload on SIGHUP; on SIGTERM or SIGINT become not-ready, drain
+//! every cluster up to `drainTimeout`, and return.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AppState};
 use crate::cli::read_config;
 use crate::config::{self, ConfigError, LocalFiles};
-use crate::engine::{Engine, StartError};
+use crate::engine::{Engine, ReloadOutcome, StartError};
 use crate::metrics::Metrics;
 
 /// What `run` needs.
@@ -18,6 +20,8 @@ use crate::metrics::Metrics;
 pub struct RunOptions {
     /// The configuration file.
     pub config: PathBuf,
+    /// Write each configuration applied through the API back to `config`.
+    pub persist: bool,
 }
 
 /// Why the proxy could not run.
@@ -52,6 +56,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// Signal handlers could not be installed.
+    #[error("signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
 }
 
 /// Runs the proxy until a termination signal, then drains and returns.
@@ -61,16 +68,13 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
         path: path.clone(),
         source,
     })?;
-    let valid =
-        config::validate(&bytes, &LocalFiles::beside(&options.config)).map_err(|errors| {
-            RunError::Invalid {
-                path: path.clone(),
-                errors,
-            }
-        })?;
+    let files = Arc::new(LocalFiles::beside(&options.config));
+    let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {
+        path: path.clone(),
+        errors,
+    })?;
     tracing::info!(config = %path, version = %valid.version, clusters = valid.config.virtual_clusters.len(), "configuration loaded");
     let admin_addr = valid.config.admin.listen;
-    let drain_timeout = valid.config.drain_timeout;
     // Bind the admin port first: if it is taken, nothing else is started.
     let admin_listener = TcpListener::bind(admin_addr)
         .await
@@ -78,43 +82,99 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
             addr: admin_addr,
             source,
         })?;
-    let metrics = Arc::new(Metrics::new());
-    let engine = Engine::start(valid, metrics)?;
-    let shutdown = CancellationToken::new();
-    let app = admin::router(AppState {
+    let mut term = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signals)?;
+    let mut hup = signal(SignalKind::hangup()).map_err(RunError::Signals)?;
+
+    let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
+    let stop_admin = CancellationToken::new();
+    let state = AppState {
         engine: Arc::clone(&engine),
-    });
-    let admin_shutdown = shutdown.clone();
-    let admin_task = tokio::spawn(async move {
-        let served = axum::serve(admin_listener, app)
-            .with_graceful_shutdown(admin_shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "admin server failed");
-        }
-    });
+        persist: options.persist.then(|| options.config.clone()),
+    };
+    let admin_task = tokio::spawn(admin::serve(
+        admin_listener,
+        state,
+        stop_admin.clone().cancelled_owned(),
+    ));
     tracing::info!(admin = %admin_addr, "sluice-proxy ready");
-    wait_for_signal().await;
-    tracing::info!(drain_timeout = ?drain_timeout, "stopping: draining connections");
-    engine.shutdown(drain_timeout).await;
-    shutdown.cancel();
-    let _ = admin_task.await;
+
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => reload_from_file(&engine, &options.config).await,
+        }
+    }
+    tracing::info!(drain_timeout = ?engine.config().config.drain_timeout, "stopping: not ready, draining every cluster");
+    engine.shutdown().await;
+    stop_admin.cancel();
+    match admin_task.await {
+        Ok(Err(e)) => tracing::error!(error = %e, "admin server failed"),
+        Err(e) => tracing::error!(error = %e, "admin server task failed"),
+        Ok(Ok(())) => {}
+    }
     tracing::info!("stopped");
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the process can only be killed; keep serving.
-        std::future::pending::<()>().await;
-        return;
+/// SIGHUP: re-read the configuration file and reload it through the same
+/// path as `POST /admin/config/reload`.
+async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
+    tracing::info!(config = %path.display(), "SIGHUP: reloading the configuration file");
+    let bytes = match read_config(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");
+            return;
+        }
     };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
+    let engine = Arc::clone(engine);
+    let outcome = tokio::task::spawn_blocking(move || engine.reload(&bytes, None)).await;
+    if let Ok(ReloadOutcome::Rejected { errors, .. }) = outcome {
+        let file = path.display().to_string();
+        for e in errors {
+            tracing::warn!(error = %e.in_file(&file), "SIGHUP: configuration error");
+        }
     }
+}
+
+/// Writes an applied configuration back to `path` atomically (a temporary
+/// file beside it, then a rename), so a restart comes up with what was last
+/// applied. On a read-only filesystem (a Kubernetes ConfigMap volume) it does
+/// nothing and says so.
+pub fn persist(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.sluice-tmp"));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    let result = written.and_then(|()| std::fs::rename(&tmp, path));
+    match result {
+        Ok(()) => tracing::info!(config = %path.display(), "applied configuration persisted"),
+        Err(e) if read_only(&e) => {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::info!(config = %path.display(), error = %e, "not persisted: the configuration's directory is read-only");
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::warn!(config = %path.display(), error = %e, "could not persist the applied configuration");
+        }
+    }
+}
+
+fn read_only(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    )
 }

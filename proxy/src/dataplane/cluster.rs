@@ -3,10 +3,14 @@
 //! Everything here is built in `prepare` before any traffic is routed to it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
+use prometheus_client::metrics::gauge::Gauge;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::tls::{self, TlsError};
 use crate::config::model::VirtualCluster;
@@ -47,6 +51,16 @@ pub struct ClusterRuntime {
     warned: Mutex<HashSet<i32>>,
     active: AtomicUsize,
     next_bootstrap: AtomicUsize,
+    /// This generation's connections, so a drain knows when the last one ends.
+    pub connections: TaskTracker,
+    /// Cancelled when the generation starts draining.
+    pub drain: CancellationToken,
+    /// Cancelled at the drain deadline: remaining connections close at once.
+    pub force: CancellationToken,
+    /// Window over which draining connections spread their closes, in ms.
+    drain_spread_ms: AtomicU64,
+    /// Open connections of this generation, exported per generation.
+    generation_gauge: Gauge,
 }
 
 impl std::fmt::Debug for ClusterRuntime {
@@ -64,6 +78,7 @@ impl ClusterRuntime {
         config: &VirtualCluster,
         generation: u64,
         metrics: &Arc<Metrics>,
+        generation_gauge: Gauge,
     ) -> Result<Arc<Self>, TlsError> {
         let acceptor = match &config.gateway.tls {
             Some(t) => Some(tls::acceptor(&t.material.0)?),
@@ -98,7 +113,44 @@ impl ClusterRuntime {
             warned: Mutex::new(HashSet::new()),
             active: AtomicUsize::new(0),
             next_bootstrap: AtomicUsize::new(0),
+            connections: TaskTracker::new(),
+            drain: CancellationToken::new(),
+            force: CancellationToken::new(),
+            drain_spread_ms: AtomicU64::new(0),
+            generation_gauge,
         }))
+    }
+
+    /// Starts from what an earlier generation learned about the same
+    /// upstream, so its clients' broker connections need no lookup.
+    pub fn inherit_nodes(&self, earlier: &ClusterRuntime) {
+        if earlier.config.upstream != self.config.upstream {
+            return;
+        }
+        let known = earlier
+            .nodes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        *self
+            .nodes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = known;
+    }
+
+    /// Tells every connection to finish: each stops taking requests at a
+    /// random moment within `spread`, so clients do not all reconnect at once,
+    /// and closes once its in-flight requests are answered.
+    pub fn begin_drain(&self, spread: Duration) {
+        let ms = u64::try_from(spread.as_millis()).unwrap_or(u64::MAX);
+        self.drain_spread_ms.store(ms, Ordering::Release);
+        self.connections.close();
+        self.drain.cancel();
+    }
+
+    /// The window draining connections spread their closes over.
+    pub fn drain_spread(&self) -> Duration {
+        Duration::from_millis(self.drain_spread_ms.load(Ordering::Acquire))
     }
 
     /// The cluster's name.
@@ -126,6 +178,7 @@ impl ClusterRuntime {
         }
         self.metrics.connections_active.inc();
         self.metrics.connections_total.inc();
+        self.generation_gauge.inc();
         Some(Admitted(Arc::clone(self)))
     }
 
@@ -218,5 +271,6 @@ impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, Ordering::AcqRel);
         self.0.metrics.connections_active.dec();
+        self.0.generation_gauge.dec();
     }
 }

@@ -81,6 +81,8 @@ enum ConnError {
     Unsolicited,
     #[error("upstream closed the connection with {0} requests in flight")]
     UpstreamClosed(usize),
+    #[error("closed at the drain deadline")]
+    Forced,
 }
 
 impl ConnError {
@@ -97,6 +99,7 @@ impl ConnError {
             ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
                 "upstream_protocol"
             }
+            ConnError::Forced => "drain_deadline",
         }
     }
 }
@@ -115,8 +118,19 @@ pub async fn serve(tcp: TcpStream, peer: SocketAddr, cluster: Arc<ClusterRuntime
         role = ?role,
     );
     async {
-        match run(tcp, &cluster, role).await {
+        let result = tokio::select! {
+            r = run(tcp, &cluster, role) => r,
+            () = cluster.force.cancelled() => Err(ConnError::Forced),
+        };
+        if cluster.drain.is_cancelled() {
+            let forced = matches!(result, Err(ConnError::Forced));
+            cluster.metrics.drained(forced);
+        }
+        match result {
             Ok(()) => tracing::debug!("connection closed"),
+            Err(ConnError::Forced) => {
+                tracing::info!("connection closed at the drain deadline with requests in flight")
+            }
             Err(e) => {
                 cluster.metrics.closed_on_error(e.reason());
                 match e {
@@ -182,13 +196,28 @@ async fn forward_requests(
     let limits = cluster.config.limits;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut partial_since: Option<Instant> = None;
+    // Once the generation drains, this connection stops taking requests at
+    // its own moment within the spread window; what is in flight is still
+    // answered by the response side.
+    let stop = async {
+        cluster.drain.cancelled().await;
+        tokio::time::sleep(jitter(cluster.drain_spread())).await;
+    };
+    tokio::pin!(stop);
     loop {
-        let read = rd.read_buf(&mut buf);
-        let n = match partial_since {
-            None => read.await?,
-            Some(start) => tokio::time::timeout_at(start + limits.frame_timeout, read)
-                .await
-                .map_err(|_| ConnError::FrameTimeout(limits.frame_timeout))??,
+        let read = async {
+            let read = rd.read_buf(&mut buf);
+            match partial_since {
+                None => Ok(read.await?),
+                Some(start) => tokio::time::timeout_at(start + limits.frame_timeout, read)
+                    .await
+                    .map_err(|_| ConnError::FrameTimeout(limits.frame_timeout))?
+                    .map_err(ConnError::Io),
+            }
+        };
+        let n = tokio::select! {
+            () = &mut stop => return Ok(()),
+            n = read => n?,
         };
         if n == 0 {
             return Ok(());
@@ -229,6 +258,19 @@ async fn forward_requests(
         };
         reserve_for_frame(&mut buf);
     }
+}
+
+/// A random delay in `[0, window)`, different for each connection.
+fn jitter(window: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return Duration::ZERO;
+    }
+    // RandomState is seeded randomly per instance: enough randomness here.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(ms);
+    Duration::from_millis(h.finish() % ms)
 }
 
 /// Makes room for the rest of a partly read frame (up to one chunk at a

@@ -49,15 +49,16 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Starts accepting on a bound socket; connections follow `route`.
-    /// Connection tasks are spawned on `tracker` so shutdown can wait for them.
+    /// Starts accepting on a bound socket (the accept loop runs on
+    /// `tracker`); connections follow `route` and run on their generation's
+    /// tracker, so a drain can wait for exactly its own.
     pub fn start(socket: TcpListener, route: Route, tracker: &TaskTracker) -> Self {
         let addr = socket
             .local_addr()
             .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
         let (tx, rx) = watch::channel(Some(route));
         let stop = CancellationToken::new();
-        tracker.spawn(accept_loop(socket, rx, stop.clone(), tracker.clone()));
+        tracker.spawn(accept_loop(socket, rx, stop.clone()));
         Listener {
             addr,
             route: tx,
@@ -96,7 +97,6 @@ async fn accept_loop(
     socket: TcpListener,
     route: watch::Receiver<Option<Route>>,
     stop: CancellationToken,
-    tracker: TaskTracker,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -108,7 +108,8 @@ async fn accept_loop(
                 let current = route.borrow().clone();
                 match current {
                     Some(r) => {
-                        tracker.spawn(connection::serve(tcp, peer, r.cluster, r.role));
+                        let connections = r.cluster.connections.clone();
+                        connections.spawn(connection::serve(tcp, peer, r.cluster, r.role));
                     }
                     None => drop(tcp),
                 }

@@ -1,0 +1,176 @@
+//! Prepare (fallible: build a generation, bind new ports) and commit
+//! (infallible: route the ports to it).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
+
+use super::{Generation, Inner};
+use crate::config::model::VirtualCluster;
+use crate::dataplane::cluster::ClusterRuntime;
+use crate::dataplane::connection::Role;
+use crate::dataplane::listener::{self, Listener, Route};
+use crate::events::Events;
+use crate::lifecycle::{Event, State};
+use crate::metrics::Metrics;
+
+/// A generation built and its new sockets bound, not yet routed.
+pub(super) struct Prepared {
+    pub(super) runtime: Arc<ClusterRuntime>,
+    /// Each address with its role, and a fresh socket unless the address is
+    /// already held by a listener (which is then handed over, never re-bound).
+    sockets: Vec<(SocketAddr, Role, Option<TcpListener>)>,
+}
+
+/// Every address a cluster listens on, with what each leads to.
+pub(super) fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Role)> {
+    let g = &cluster.gateway;
+    let mut out = vec![(
+        SocketAddr::new(g.listen_host, g.bootstrap_port.get()),
+        Role::Bootstrap,
+    )];
+    for i in 0..g.broker_ports.count {
+        let port = g.broker_ports.start.get() + i;
+        let node = g.broker_ports.first_node_id + i32::from(i);
+        out.push((SocketAddr::new(g.listen_host, port), Role::Broker(node)));
+    }
+    out
+}
+
+/// Builds a generation and binds the ports not already held. On failure
+/// everything bound here is closed again (the sockets are dropped).
+pub(super) fn prepare(
+    cluster: &VirtualCluster,
+    generation: u64,
+    metrics: &Arc<Metrics>,
+    events: &Events,
+    held: &HashMap<SocketAddr, Listener>,
+) -> Result<Prepared, String> {
+    events.transition(
+        cluster.name.as_str(),
+        generation,
+        None,
+        State::Initializing,
+        None,
+    );
+    let gauge = events.generation_gauge(cluster.name.as_str(), generation);
+    let runtime =
+        ClusterRuntime::prepare(cluster, generation, metrics, gauge).map_err(|e| e.to_string())?;
+    let mut sockets = Vec::new();
+    for (addr, role) in addresses(cluster) {
+        if held.contains_key(&addr) {
+            sockets.push((addr, role, None));
+            continue;
+        }
+        let socket = listener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
+        sockets.push((addr, role, Some(socket)));
+    }
+    Ok(Prepared { runtime, sockets })
+}
+
+/// Routes a prepared generation's ports to it and makes it the cluster's
+/// current generation. Cannot fail. Returns the generation it replaces.
+pub(super) fn commit(
+    inner: &mut Inner,
+    prepared: Prepared,
+    tracker: &TaskTracker,
+    events: &Events,
+) -> Option<Generation> {
+    let runtime = prepared.runtime;
+    let name = runtime.name().to_owned();
+    if let Some(old) = inner.clusters.get(&name).and_then(|g| g.runtime.as_ref()) {
+        runtime.inherit_nodes(old);
+    }
+    let mut addrs = Vec::new();
+    for (addr, role, socket) in prepared.sockets {
+        let route = Route {
+            cluster: Arc::clone(&runtime),
+            role,
+        };
+        match socket {
+            Some(socket) => {
+                inner
+                    .listeners
+                    .insert(addr, Listener::start(socket, route, tracker));
+            }
+            None => {
+                if let Some(l) = inner.listeners.get(&addr) {
+                    l.set_route(route);
+                }
+            }
+        }
+        addrs.push(addr);
+    }
+    let state = transition(State::Initializing, Event::Committed);
+    events.transition(
+        &name,
+        runtime.generation,
+        Some(State::Initializing),
+        state,
+        None,
+    );
+    let generation = Generation {
+        generation: runtime.generation,
+        runtime: Some(runtime),
+        state,
+        since: SystemTime::now(),
+        reason: None,
+        listeners: addrs,
+    };
+    inner.clusters.insert(name, generation)
+}
+
+/// Records a generation that failed to prepare (or was released because
+/// another failed).
+pub(super) fn failed(name: &str, generation: u64, reason: String, events: &Events) -> Generation {
+    let state = transition(State::Initializing, Event::PrepareFailed);
+    events.transition(
+        name,
+        generation,
+        Some(State::Initializing),
+        state,
+        Some(&reason),
+    );
+    Generation {
+        runtime: None,
+        generation,
+        state,
+        since: SystemTime::now(),
+        reason: Some(reason),
+        listeners: Vec::new(),
+    }
+}
+
+/// Closes every listener no current generation uses. Connections accepted on
+/// them are untouched (they drain with their generation).
+pub(super) fn release_unused(inner: &mut Inner) {
+    let used: HashSet<SocketAddr> = inner
+        .clusters
+        .values()
+        .filter(|g| g.runtime.is_some())
+        .flat_map(|g| g.listeners.iter().copied())
+        .collect();
+    inner.listeners.retain(|addr, l| {
+        let keep = used.contains(addr);
+        if !keep {
+            tracing::info!(listener = %addr, "port released");
+            l.close();
+        }
+        keep
+    });
+}
+
+/// Applies a lifecycle event; an invalid one is a bug, logged, state kept.
+pub(super) fn transition(from: State, event: Event) -> State {
+    match from.on(event) {
+        Ok(to) => to,
+        Err(e) => {
+            tracing::error!(error = %e, "lifecycle bug");
+            from
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Reload: validate → diff → prepare → commit → drain.
+//!
+//! Everything that can fail happens before anything running is touched: a
+//! bad or failing configuration changes nothing. Unchanged clusters are not
+//! touched at all. At most one reload runs at a time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{Engine, prepare};
+use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ValidConfig, diff, validate};
+use crate::events::ReloadResult;
+
+/// How a reload ended.
+#[derive(Debug, Clone)]
+pub enum ReloadOutcome {
+    /// The new configuration is in force.
+    Applied {
+        /// Its version.
+        version: ConfigVersion,
+        /// What changed.
+        changes: ConfigDiff,
+        /// From receipt to commit.
+        duration: Duration,
+        /// Settings that changed but take effect only at the next start.
+        restart_required: Vec<String>,
+    },
+    /// The configuration in force was sent again (same bytes, same files).
+    Unchanged {
+        /// The version in force.
+        version: ConfigVersion,
+    },
+    /// The configuration is invalid; nothing was touched.
+    Rejected {
+        /// Version of the bytes sent.
+        version: ConfigVersion,
+        /// Every error.
+        errors: Vec<ConfigError>,
+    },
+    /// `If-Match` named a version other than the one in force.
+    PreconditionFailed {
+        /// The version in force.
+        current: ConfigVersion,
+    },
+    /// Preparing failed (a port taken, say); nothing was touched.
+    Failed {
+        /// What failed.
+        reason: String,
+        /// The version still in force.
+        current: ConfigVersion,
+    },
+    /// Another reload is running.
+    Busy {
+        /// When it started.
+        since: SystemTime,
+    },
+}
+
+/// Holds the one-reload-at-a-time slot; frees it when dropped.
+struct Slot<'a>(&'a Mutex<Option<SystemTime>>);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+impl Engine {
+    /// Applies `bytes` as the new configuration, if `if_match` (when given)
+    /// is the version in force.
+    pub fn reload(self: &Arc<Self>, bytes: &[u8], if_match: Option<&str>) -> ReloadOutcome {
+        let at = SystemTime::now();
+        let start = Instant::now();
+        let requested = ConfigVersion::of(bytes);
+        let slot = {
+            let mut running = self
+                .reloading
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match *running {
+                Some(since) => Err(since),
+                None => {
+                    *running = Some(at);
+                    Ok(Slot(&self.reloading))
+                }
+            }
+        };
+        let outcome = match slot {
+            Err(since) => ReloadOutcome::Busy { since },
+            Ok(_slot) => self.reload_exclusive(bytes, if_match, start),
+        };
+        self.report(&outcome, at, &requested, start.elapsed());
+        outcome
+    }
+
+    fn reload_exclusive(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        if_match: Option<&str>,
+        start: Instant,
+    ) -> ReloadOutcome {
+        let current = self.config();
+        if let Some(expected) = if_match
+            && expected != current.version.as_str()
+        {
+            return ReloadOutcome::PreconditionFailed {
+                current: current.version,
+            };
+        }
+        let new = match validate(bytes, &*self.files) {
+            Ok(new) => new,
+            Err(errors) => {
+                return ReloadOutcome::Rejected {
+                    version: ConfigVersion::of(bytes),
+                    errors,
+                };
+            }
+        };
+        let changes = diff(&current.config, &new.config);
+        let mut inner = self.lock();
+        // Clusters whose current generation failed (best-effort startup, say)
+        // are retried even when their configuration did not change.
+        let retry: Vec<String> = changes
+            .unchanged
+            .iter()
+            .filter(|n| inner.clusters.get(*n).is_some_and(|g| g.runtime.is_none()))
+            .cloned()
+            .collect();
+        if changes.is_empty() && retry.is_empty() && new.version == current.version {
+            return ReloadOutcome::Unchanged {
+                version: current.version,
+            };
+        }
+        let starting = |name: &str| {
+            changes.added.iter().any(|n| n == name)
+                || changes.modified.iter().any(|m| m.name == name)
+                || retry.iter().any(|n| n == name)
+        };
+
+        // Prepare: everything that can fail, before anything is touched.
+        let mut prepared = Vec::new();
+        for cluster in new
+            .config
+            .virtual_clusters
+            .iter()
+            .filter(|c| starting(c.name.as_str()))
+        {
+            let generation = inner.next_generation;
+            inner.next_generation += 1;
+            match prepare::prepare(
+                cluster,
+                generation,
+                &self.metrics,
+                &self.events,
+                &inner.listeners,
+            ) {
+                Ok(p) => prepared.push(p),
+                Err(why) => {
+                    let name = cluster.name.to_string();
+                    prepare::failed(&name, generation, why.clone(), &self.events);
+                    for p in prepared {
+                        let other = p.runtime.name().to_owned();
+                        let reason = format!("released: virtual cluster {name} failed to prepare");
+                        prepare::failed(&other, p.runtime.generation, reason, &self.events);
+                    }
+                    // Dropping the prepared generations closes every socket they bound.
+                    return ReloadOutcome::Failed {
+                        reason: format!("virtual cluster {name}: {why}"),
+                        current: current.version,
+                    };
+                }
+            }
+        }
+
+        // Commit: cannot fail.
+        let mut replaced = Vec::new();
+        for p in prepared {
+            if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
+                replaced.push(old);
+            }
+        }
+        for name in &changes.removed {
+            if let Some(old) = inner.clusters.remove(name) {
+                replaced.push(old);
+            }
+        }
+        prepare::release_unused(&mut inner);
+        let old_version = std::mem::replace(&mut inner.config, new.clone()).version;
+        inner.applied_at = SystemTime::now();
+        drop(inner);
+        self.events
+            .config_in_force(Some(old_version.as_str()), new.version.as_str());
+
+        // Drain what was replaced or removed, in the background.
+        let timeout = new.config.drain_timeout;
+        for old in replaced {
+            self.drain(old, timeout);
+        }
+        ReloadOutcome::Applied {
+            restart_required: restart_required(&current, &new),
+            version: new.version,
+            changes,
+            duration: start.elapsed(),
+        }
+    }
+
+    fn report(
+        &self,
+        outcome: &ReloadOutcome,
+        at: SystemTime,
+        requested: &ConfigVersion,
+        took: Duration,
+    ) {
+        let version = requested.to_string();
+        let (result, modified, error) = match outcome {
+            ReloadOutcome::Applied { changes, .. } => {
+                let touched: Vec<String> = changes
+                    .added
+                    .iter()
+                    .chain(changes.modified.iter().map(|m| &m.name))
+                    .chain(&changes.removed)
+                    .cloned()
+                    .collect();
+                (ReloadResult::Applied, touched, None)
+            }
+            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Vec::new(), None),
+            ReloadOutcome::Rejected { errors, .. } => (
+                ReloadResult::Rejected,
+                Vec::new(),
+                Some(format!("configuration invalid: {} errors", errors.len())),
+            ),
+            ReloadOutcome::PreconditionFailed { current } => (
+                ReloadResult::PreconditionFailed,
+                Vec::new(),
+                Some(format!(
+                    "If-Match does not match the version in force ({current})"
+                )),
+            ),
+            ReloadOutcome::Failed { reason, .. } => {
+                (ReloadResult::Failed, Vec::new(), Some(reason.clone()))
+            }
+            ReloadOutcome::Busy { .. } => (
+                ReloadResult::Conflict,
+                Vec::new(),
+                Some("another reload is in progress".to_owned()),
+            ),
+        };
+        let detail = match outcome {
+            ReloadOutcome::Applied { changes, .. } => format!(
+                "{} added, {} removed, {} modified, {} unchanged",
+                changes.added.len(),
+                changes.removed.len(),
+                changes.modified.len(),
+                changes.unchanged.len()
+            ),
+            _ => error.clone().unwrap_or_default(),
+        };
+        self.events.reload(result, &version, took, &detail);
+        // A refused concurrent attempt does not overwrite the running one's record.
+        if result != ReloadResult::Conflict {
+            self.record_reload(at, result.as_str(), version, took, modified, error);
+        }
+    }
+}
+
+/// Proxy-wide settings that a reload records but cannot apply live.
+fn restart_required(old: &ValidConfig, new: &ValidConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.config.admin.listen != new.config.admin.listen {
+        out.push(format!(
+            "admin.listen changed from {} to {}: the admin API keeps listening on {} until the proxy restarts",
+            old.config.admin.listen, new.config.admin.listen, old.config.admin.listen
+        ));
+    }
+    out
+}

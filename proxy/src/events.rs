@@ -1,0 +1,288 @@
+//! Notable events of the control plane. Each is one function that logs it and
+//! counts it, so logs and metrics never disagree.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
+use crate::lifecycle::State;
+use crate::metrics::Metrics;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VersionLabel {
+    version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    cluster: String,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct TransitionLabels {
+    cluster: String,
+    from: &'static str,
+    to: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ClusterGeneration {
+    cluster: String,
+    generation: String,
+}
+
+/// How a reload ended, as counted in `sluice_config_reload_total{result}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadResult {
+    /// A new configuration is in force.
+    Applied,
+    /// Nothing to do: same configuration.
+    Unchanged,
+    /// The configuration is invalid; nothing was touched.
+    Rejected,
+    /// Preparing failed; nothing was touched.
+    Failed,
+    /// Another reload was running.
+    Conflict,
+    /// `If-Match` named another version than the one in force.
+    PreconditionFailed,
+}
+
+impl ReloadResult {
+    /// The label value and the status shown in `/admin/config/status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadResult::Applied => "applied",
+            ReloadResult::Unchanged => "unchanged",
+            ReloadResult::Rejected => "rejected",
+            ReloadResult::Failed => "failed",
+            ReloadResult::Conflict => "conflict",
+            ReloadResult::PreconditionFailed => "precondition_failed",
+        }
+    }
+}
+
+/// The control plane's metrics, and the functions that report events.
+#[derive(Debug, Clone)]
+pub struct Events {
+    reloads: Family<ResultLabel, Counter>,
+    reload_seconds: Histogram,
+    config_info: Family<VersionLabel, Gauge>,
+    states: Family<StateLabels, Gauge>,
+    transitions: Family<TransitionLabels, Counter>,
+    drain_seconds: Histogram,
+    generation_connections: Family<ClusterGeneration, Gauge>,
+}
+
+impl Events {
+    /// Registers the control-plane metrics.
+    pub fn new(metrics: &Metrics) -> Self {
+        let e = Events {
+            reloads: Family::default(),
+            reload_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
+            config_info: Family::default(),
+            states: Family::default(),
+            transitions: Family::default(),
+            drain_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 16)),
+            generation_connections: Family::default(),
+        };
+        metrics.register(
+            "config_reload",
+            "Reload attempts by result (applied, unchanged, rejected, failed, conflict, precondition_failed)",
+            e.reloads.clone(),
+        );
+        metrics.register(
+            "config_reload_duration_seconds",
+            "Time from receiving a configuration to committing it",
+            e.reload_seconds.clone(),
+        );
+        metrics.register(
+            "config_info",
+            "The configuration version in force (value 1)",
+            e.config_info.clone(),
+        );
+        metrics.register(
+            "virtual_cluster_state",
+            "Generations of each cluster in each lifecycle state",
+            e.states.clone(),
+        );
+        metrics.register(
+            "virtual_cluster_transitions",
+            "Lifecycle transitions of cluster generations",
+            e.transitions.clone(),
+        );
+        metrics.register(
+            "drain_duration_seconds",
+            "Time a generation took to drain, from the start of the drain to its last connection",
+            e.drain_seconds.clone(),
+        );
+        metrics.register(
+            "generation_connections_active",
+            "Client connections open now, per cluster generation",
+            e.generation_connections.clone(),
+        );
+        e
+    }
+
+    /// A reload attempt ended.
+    pub fn reload(&self, result: ReloadResult, version: &str, duration: Duration, detail: &str) {
+        self.reloads
+            .get_or_create(&ResultLabel {
+                result: result.as_str(),
+            })
+            .inc();
+        let ms = duration.as_secs_f64() * 1e3;
+        match result {
+            ReloadResult::Applied => {
+                self.reload_seconds.observe(duration.as_secs_f64());
+                tracing::info!(
+                    version,
+                    duration_ms = ms,
+                    changes = detail,
+                    "configuration reloaded"
+                );
+            }
+            ReloadResult::Unchanged => {
+                tracing::info!(
+                    version,
+                    "reload requested with the configuration in force; nothing to do"
+                )
+            }
+            ReloadResult::Rejected => {
+                tracing::warn!(
+                    version,
+                    errors = detail,
+                    "reload rejected: configuration invalid; nothing changed"
+                )
+            }
+            ReloadResult::Failed => {
+                tracing::error!(
+                    version,
+                    error = detail,
+                    "reload failed while preparing; nothing changed"
+                )
+            }
+            ReloadResult::Conflict => {
+                tracing::warn!(version, "reload refused: another reload is running")
+            }
+            ReloadResult::PreconditionFailed => {
+                tracing::warn!(
+                    version,
+                    current = detail,
+                    "reload refused: If-Match names another version"
+                )
+            }
+        }
+    }
+
+    /// A configuration version came into force.
+    pub fn config_in_force(&self, old: Option<&str>, new: &str) {
+        if let Some(old) = old {
+            self.config_info.remove(&VersionLabel {
+                version: old.to_owned(),
+            });
+        }
+        self.config_info
+            .get_or_create(&VersionLabel {
+                version: new.to_owned(),
+            })
+            .set(1);
+    }
+
+    /// A generation changed state.
+    pub fn transition(
+        &self,
+        cluster: &str,
+        generation: u64,
+        from: Option<State>,
+        to: State,
+        reason: Option<&str>,
+    ) {
+        if let Some(from) = from {
+            self.states
+                .get_or_create(&StateLabels {
+                    cluster: cluster.to_owned(),
+                    state: from.as_str(),
+                })
+                .dec();
+            self.transitions
+                .get_or_create(&TransitionLabels {
+                    cluster: cluster.to_owned(),
+                    from: from.as_str(),
+                    to: to.as_str(),
+                })
+                .inc();
+        }
+        if to != State::Stopped {
+            self.states
+                .get_or_create(&StateLabels {
+                    cluster: cluster.to_owned(),
+                    state: to.as_str(),
+                })
+                .inc();
+        }
+        let from = from.map_or("none", State::as_str);
+        match to {
+            State::Failed => {
+                tracing::error!(
+                    cluster,
+                    generation,
+                    from,
+                    to = to.as_str(),
+                    reason,
+                    "cluster generation failed"
+                )
+            }
+            _ => tracing::info!(
+                cluster,
+                generation,
+                from,
+                to = to.as_str(),
+                "cluster generation state changed"
+            ),
+        }
+    }
+
+    /// A generation finished draining.
+    pub fn drained(&self, cluster: &str, generation: u64, took: Duration, forced: bool) {
+        self.drain_seconds.observe(took.as_secs_f64());
+        self.generation_connections.remove(&ClusterGeneration {
+            cluster: cluster.to_owned(),
+            generation: generation.to_string(),
+        });
+        if forced {
+            tracing::warn!(
+                cluster,
+                generation,
+                took_ms = took.as_millis() as u64,
+                "drain deadline reached; remaining connections were closed"
+            );
+        } else {
+            tracing::info!(
+                cluster,
+                generation,
+                took_ms = took.as_millis() as u64,
+                "generation drained"
+            );
+        }
+    }
+
+    /// The gauge of open connections of one generation.
+    pub fn generation_gauge(&self, cluster: &str, generation: u64) -> Gauge {
+        self.generation_connections
+            .get_or_create_owned(&ClusterGeneration {
+                cluster: cluster.to_owned(),
+                generation: generation.to_string(),
+            })
+    }
+}
