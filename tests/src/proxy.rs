@@ -10,6 +10,15 @@ use crate::http::{self, Response};
 use crate::ports::port;
 use crate::process::Proc;
 
+/// How to start a proxy.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// More arguments for `sluice-proxy run`.
+    pub args: Vec<String>,
+    /// Run it where the configuration's directory is read-only.
+    pub read_only_dir: bool,
+}
+
 /// A running proxy.
 #[derive(Debug)]
 pub struct Proxy {
@@ -33,16 +42,14 @@ impl Proxy {
 
     /// Like [`Proxy::start`], in a directory the test prepared (certificates...).
     pub fn start_in(dir: tempfile::TempDir, config: &str) -> Proxy {
-        let admin = format!("127.0.0.1:{}", port());
-        let path = dir.path().join("proxy.yaml");
-        std::fs::write(&path, config.replace("{admin}", &admin)).expect("write config");
-        let mut cmd = Command::new(bin("sluice-proxy"));
-        cmd.args(["run", "--config"])
-            .arg(&path)
-            .args(["--log-format", "json"]);
-        cmd.env("SLUICE_LOG", "info");
-        let mut proc = Proc::spawn("sluice-proxy", cmd);
-        proc.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
+        Self::launch(dir, config, &Options::default())
+    }
+
+    /// Starts the proxy with options, waiting until it is ready.
+    pub fn launch(dir: tempfile::TempDir, config: &str, options: &Options) -> Proxy {
+        let mut proc = Self::spawn(&dir, config, options);
+        proc.1.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
+        let (admin, proc, path) = proc;
         Proxy {
             admin,
             config: path,
@@ -50,6 +57,54 @@ impl Proxy {
             proc,
             dir,
         }
+    }
+
+    /// Starts the proxy without waiting for it: for startups expected to fail.
+    pub fn spawn(dir: &tempfile::TempDir, config: &str, options: &Options) -> (String, Proc, PathBuf) {
+        let admin = format!("127.0.0.1:{}", port());
+        let path = dir.path().join("proxy.yaml");
+        std::fs::write(&path, config.replace("{admin}", &admin)).expect("write config");
+        let proxy = bin("sluice-proxy");
+        let mut cmd = if options.read_only_dir {
+            // A private mount namespace where the configuration's directory
+            // is a read-only bind mount, as a ConfigMap volume is.
+            let d = dir.path().display();
+            let script = format!(
+                "mount --bind -o ro {d} {d} && exec {} run --config {} --log-format json {}",
+                proxy.display(),
+                path.display(),
+                options.args.join(" ")
+            );
+            let mut c = Command::new("unshare");
+            c.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
+            c
+        } else {
+            let mut c = Command::new(&proxy);
+            c.args(["run", "--config"]).arg(&path).args(["--log-format", "json"]).args(&options.args);
+            c
+        };
+        cmd.env("SLUICE_LOG", "info");
+        (admin, Proc::spawn("sluice-proxy", cmd), path)
+    }
+
+    /// Replaces `{admin}` in a configuration with this proxy's admin address.
+    pub fn render(&self, config: &str) -> String {
+        config.replace("{admin}", &self.admin)
+    }
+
+    /// `POST /admin/config/reload` with a configuration (`{admin}` rendered).
+    pub fn reload(&self, config: &str) -> Response {
+        self.post("/admin/config/reload", self.render(config).as_bytes(), &[])
+    }
+
+    /// `POST /admin/config/validate` with a configuration (`{admin}` rendered).
+    pub fn validate(&self, config: &str) -> Response {
+        self.post("/admin/config/validate", self.render(config).as_bytes(), &[])
+    }
+
+    /// `POST` on the admin API.
+    pub fn post(&self, path: &str, body: &[u8], headers: &[(&str, &str)]) -> Response {
+        http::request(&self.admin, "POST", path, headers, body).unwrap_or_else(|e| panic!("POST {path}: {e}"))
     }
 
     /// The temporary directory holding the configuration.

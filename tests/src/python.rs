@@ -129,3 +129,54 @@ pub fn roundtrip_holding(args: &[&str]) -> Holding {
         .unwrap_or_else(|_| panic!("roundtrip.py printed no report: {line:?}"));
     Holding { report, child }
 }
+
+/// `steady.py`: a producer and a consumer group running until [`Steady::finish`].
+#[derive(Debug)]
+pub struct Steady {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Steady {
+    /// Starts it and waits until its first message made the round trip.
+    pub fn start(bootstrap: &str, topic: &str, group: &str, idempotent: bool) -> Steady {
+        let mut cmd = command("steady.py");
+        cmd.args([bootstrap, topic, group]);
+        if idempotent {
+            cmd.arg("--idempotent");
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("start steady.py");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines.recv_timeout(Duration::from_secs(60)).expect("steady.py did not start");
+        assert_eq!(first, "STARTED");
+        Steady { child, lines }
+    }
+
+    /// Stops producing, waits for every acknowledged message to be consumed,
+    /// and returns the report.
+    pub fn finish(mut self) -> serde_json::Value {
+        drop(self.child.stdin.take());
+        let line = self.lines.recv_timeout(Duration::from_secs(90)).expect("steady.py report");
+        let _ = self.child.wait();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a report: {line}"))
+    }
+}
+
+impl Drop for Steady {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,108 @@
+"""Produces and consumes continuously until stdin closes, then reports JSON.
+
+usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent]
+
+Prints "STARTED" once the first message has made the round trip, then keeps
+producing (one message every 2 ms, acks=all) and consuming with a consumer
+group. When stdin closes it flushes, reads until every acknowledged message is
+seen (at most 30 s) and prints one JSON line:
+{"acked", "consumed", "lost", "duplicates", "errors", "disconnects"}.
+"disconnects" counts librdkafka's own reports of a broken or refused connection.
+"""
+import json
+import logging
+import sys
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer
+
+bootstrap, topic, group = sys.argv[1:4]
+idempotent = "--idempotent" in sys.argv
+
+
+class Counter(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.disconnects = []
+
+    def emit(self, record):
+        text = record.getMessage()
+        if "Disconnected" in text or "Connection refused" in text or "Connect to" in text:
+            self.disconnects.append(text[:200])
+
+
+counter = Counter()
+log = logging.getLogger("rdkafka")
+log.addHandler(counter)
+log.setLevel(logging.DEBUG)
+errors = []
+common = {"bootstrap.servers": bootstrap, "logger": log, "error_cb": lambda e: errors.append(str(e))}
+producer = Producer(dict(common, **{"acks": "all", "linger.ms": 1, "enable.idempotence": idempotent}))
+consumer = Consumer(dict(common, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": True}))
+consumer.subscribe([topic])
+acked, seen, dupes = set(), set(), [0]
+lock = threading.Lock()
+stop = threading.Event()
+started = threading.Event()
+
+
+def delivered(err, msg):
+    if err is None:
+        with lock:
+            acked.add(msg.key().decode())
+    else:
+        errors.append(str(err))
+
+
+def consume():
+    while not stop.is_set():
+        msg = consumer.poll(0.2)
+        if msg is None:
+            continue
+        if msg.error():
+            errors.append(str(msg.error()))
+            continue
+        key = msg.key().decode()
+        with lock:
+            if key in seen:
+                dupes[0] += 1
+            seen.add(key)
+        started.set()
+
+
+reader = threading.Thread(target=consume, daemon=True)
+reader.start()
+closed = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+i = 0
+announced = False
+while not closed.is_set():
+    producer.produce(topic, key=str(i), value=f"v{i}", on_delivery=delivered)
+    i += 1
+    producer.poll(0.002)
+    if started.is_set() and not announced:
+        print("STARTED", flush=True)
+        announced = True
+producer.flush(30)
+deadline = time.time() + 30
+while time.time() < deadline:
+    with lock:
+        if acked <= seen:
+            break
+    time.sleep(0.05)
+stop.set()
+reader.join()
+consumer.close()
+with lock:
+    lost = sorted(acked - seen, key=int)
+print(json.dumps({
+    "acked": len(acked),
+    "consumed": len(seen),
+    "lost": len(lost),
+    "lost_sample": lost[:10],
+    "duplicates": dupes[0],
+    "errors": errors[:10],
+    "disconnects": len(counter.disconnects),
+    "disconnect_sample": counter.disconnects[:5],
+}), flush=True)
