@@ -41,7 +41,9 @@ impl Conn {
         header.correlation_id = correlation_id;
         header.client_id = Some(StrBytes::from_static_str("sluice-test"));
         let mut body = BytesMut::new();
-        header.encode(&mut body, api.request_header_version(version)).unwrap();
+        header
+            .encode(&mut body, api.request_header_version(version))
+            .unwrap();
         request.encode(&mut body, version).unwrap();
         let mut frame = BytesMut::new();
         frame.put_i32(body.len() as i32);

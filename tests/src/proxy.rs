@@ -48,7 +48,8 @@ impl Proxy {
     /// Starts the proxy with options, waiting until it is ready.
     pub fn launch(dir: tempfile::TempDir, config: &str, options: &Options) -> Proxy {
         let mut proc = Self::spawn(&dir, config, options);
-        proc.1.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
+        proc.1
+            .wait_for_line("sluice-proxy ready", Duration::from_secs(30));
         let (admin, proc, path) = proc;
         Proxy {
             admin,
@@ -60,7 +61,11 @@ impl Proxy {
     }
 
     /// Starts the proxy without waiting for it: for startups expected to fail.
-    pub fn spawn(dir: &tempfile::TempDir, config: &str, options: &Options) -> (String, Proc, PathBuf) {
+    pub fn spawn(
+        dir: &tempfile::TempDir,
+        config: &str,
+        options: &Options,
+    ) -> (String, Proc, PathBuf) {
         let admin = format!("127.0.0.1:{}", port());
         let path = dir.path().join("proxy.yaml");
         std::fs::write(&path, config.replace("{admin}", &admin)).expect("write config");
@@ -80,7 +85,10 @@ impl Proxy {
             c
         } else {
             let mut c = Command::new(&proxy);
-            c.args(["run", "--config"]).arg(&path).args(["--log-format", "json"]).args(&options.args);
+            c.args(["run", "--config"])
+                .arg(&path)
+                .args(["--log-format", "json"])
+                .args(&options.args);
             c
         };
         cmd.env("SLUICE_LOG", "info");
@@ -99,12 +107,17 @@ impl Proxy {
 
     /// `POST /admin/config/validate` with a configuration (`{admin}` rendered).
     pub fn validate(&self, config: &str) -> Response {
-        self.post("/admin/config/validate", self.render(config).as_bytes(), &[])
+        self.post(
+            "/admin/config/validate",
+            self.render(config).as_bytes(),
+            &[],
+        )
     }
 
     /// `POST` on the admin API.
     pub fn post(&self, path: &str, body: &[u8], headers: &[(&str, &str)]) -> Response {
-        http::request(&self.admin, "POST", path, headers, body).unwrap_or_else(|e| panic!("POST {path}: {e}"))
+        http::request(&self.admin, "POST", path, headers, body)
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
     }
 
     /// The temporary directory holding the configuration.

@@ -145,19 +145,26 @@ impl Steady {
         if idempotent {
             cmd.arg("--idempotent");
         }
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         let mut child = cmd.spawn().expect("start steady.py");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if tx.send(line).is_err() {
                     break;
                 }
             }
         });
-        let first = lines.recv_timeout(Duration::from_secs(60)).expect("steady.py did not start");
+        let first = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("steady.py did not start");
         assert_eq!(first, "STARTED");
         Steady { child, lines }
     }
@@ -166,7 +173,10 @@ impl Steady {
     /// and returns the report.
     pub fn finish(mut self) -> serde_json::Value {
         drop(self.child.stdin.take());
-        let line = self.lines.recv_timeout(Duration::from_secs(90)).expect("steady.py report");
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(90))
+            .expect("steady.py report");
         let _ = self.child.wait();
         serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a report: {line}"))
     }

@@ -30,7 +30,10 @@ fn names(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
         .unwrap_or_else(|| panic!("not a list: {v}"))
         .iter()
-        .map(|n| n.as_str().map_or_else(|| n["name"].as_str().unwrap().to_owned(), str::to_owned))
+        .map(|n| {
+            n.as_str()
+                .map_or_else(|| n["name"].as_str().unwrap().to_owned(), str::to_owned)
+        })
         .collect()
 }
 
@@ -61,30 +64,63 @@ fn adding_removing_and_modifying_clusters_leaves_an_unchanged_cluster_undisturbe
     assert!(connected > before);
 
     // Add a cluster, modify one, remove the added one, modify again.
-    let added = proxy.reload(&config("5s", &[steady.clone(), other(""), cluster("extra", &tansu.addr, x, "")]));
+    let added = proxy.reload(&config(
+        "5s",
+        &[
+            steady.clone(),
+            other(""),
+            cluster("extra", &tansu.addr, x, ""),
+        ],
+    ));
     assert_eq!(added.status, 200, "{}", added.body);
     let added = added.json();
     assert_eq!(names(&added["clustersAdded"]), ["extra"]);
     assert_eq!(names(&added["clustersUnchanged"]), ["steady", "other"]);
-    let modified = proxy.reload(&config("5s", &[steady.clone(), other("    limits: { maxConnections: 50 }\n"), cluster("extra", &tansu.addr, x, "")]));
+    let modified = proxy.reload(&config(
+        "5s",
+        &[
+            steady.clone(),
+            other("    limits: { maxConnections: 50 }\n"),
+            cluster("extra", &tansu.addr, x, ""),
+        ],
+    ));
     assert_eq!(modified.status, 200, "{}", modified.body);
-    assert_eq!(modified.json()["clustersModified"][0]["reasons"][0], "limits.maxConnections changed from 10000 to 50");
-    let removed = proxy.reload(&config("5s", &[steady.clone(), other("    limits: { maxConnections: 60 }\n")]));
+    assert_eq!(
+        modified.json()["clustersModified"][0]["reasons"][0],
+        "limits.maxConnections changed from 10000 to 50"
+    );
+    let removed = proxy.reload(&config(
+        "5s",
+        &[
+            steady.clone(),
+            other("    limits: { maxConnections: 60 }\n"),
+        ],
+    ));
     assert_eq!(removed.status, 200, "{}", removed.body);
     assert_eq!(names(&removed.json()["clustersRemoved"]), ["extra"]);
     // The removed cluster's ports are released.
-    assert!(TcpStream::connect(("127.0.0.1", x)).is_err(), "port {x} still open after removal");
+    assert!(
+        TcpStream::connect(("127.0.0.1", x)).is_err(),
+        "port {x} still open after removal"
+    );
 
     let report = clients.finish();
     assert_eq!(report["lost"], 0, "{report}");
-    assert_eq!(report["errors"].as_array().map(Vec::len), Some(0), "{report}");
+    assert_eq!(
+        report["errors"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
     assert_eq!(report["disconnects"], 0, "{report}");
     // The unchanged cluster: same generation, no connection made since the clients connected.
     assert_eq!(generation(&proxy, "steady"), 1);
     assert_eq!(generation(&proxy, "other"), 5);
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
     let after = proxy.metric("sluice_connections_total{cluster=\"steady\"}");
-    assert_eq!(after, connected, "the unchanged cluster saw new connections");
+    assert_eq!(
+        after, connected,
+        "the unchanged cluster saw new connections"
+    );
     proxy.assert_clean_logs();
 }
 
@@ -93,7 +129,17 @@ fn modifying_a_cluster_on_the_same_ports_refuses_no_connection_and_loses_no_acke
     let tansu = Tansu::start();
     tansu.create_topic("hot", 2);
     let p = ports(2);
-    let hot = |max: u32| config("3s", &[cluster("hot", &tansu.addr, p, &format!("    limits: {{ maxConnections: {max} }}\n"))]);
+    let hot = |max: u32| {
+        config(
+            "3s",
+            &[cluster(
+                "hot",
+                &tansu.addr,
+                p,
+                &format!("    limits: {{ maxConnections: {max} }}\n"),
+            )],
+        )
+    };
     let proxy = Proxy::start(&hot(1000));
     let clients = Steady::start(&format!("127.0.0.1:{p}"), "hot", "hot-group", true);
 
@@ -101,7 +147,8 @@ fn modifying_a_cluster_on_the_same_ports_refuses_no_connection_and_loses_no_acke
     let stop = Arc::new(AtomicBool::new(false));
     let (opened, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let hammer = {
-        let (stop, opened, refused) = (Arc::clone(&stop), Arc::clone(&opened), Arc::clone(&refused));
+        let (stop, opened, refused) =
+            (Arc::clone(&stop), Arc::clone(&opened), Arc::clone(&refused));
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -121,14 +168,19 @@ fn modifying_a_cluster_on_the_same_ports_refuses_no_connection_and_loses_no_acke
     hammer.join().unwrap();
     let report = clients.finish();
 
-    assert_eq!(refused.load(Ordering::Relaxed), 0, "connections refused during reloads");
+    assert_eq!(
+        refused.load(Ordering::Relaxed),
+        0,
+        "connections refused during reloads"
+    );
     assert!(opened.load(Ordering::Relaxed) > 100);
     assert_eq!(report["lost"], 0, "acknowledged messages lost: {report}");
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
     assert_eq!(generation(&proxy, "hot"), 6);
     // Old generations' connections ended at request boundaries.
     let clean = proxy.metric("sluice_drained_connections_total{cluster=\"hot\",result=\"clean\"}");
-    let forced = proxy.metric("sluice_drained_connections_total{cluster=\"hot\",result=\"forced\"}");
+    let forced =
+        proxy.metric("sluice_drained_connections_total{cluster=\"hot\",result=\"forced\"}");
     assert!(clean > 0.0);
     assert_eq!(forced, 0.0);
     proxy.assert_clean_logs();

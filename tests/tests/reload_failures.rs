@@ -19,7 +19,10 @@ fn cluster(name: &str, upstream: &str, port: u16, extra: &str) -> String {
 }
 
 fn config(drain: &str, clusters: &[String]) -> String {
-    format!("admin: {{ listen: \"{{admin}}\" }}\ndrainTimeout: {drain}\nvirtualClusters:\n{}", clusters.concat())
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\ndrainTimeout: {drain}\nvirtualClusters:\n{}",
+        clusters.concat()
+    )
 }
 
 #[test]
@@ -37,25 +40,52 @@ fn a_port_taken_by_another_process_fails_prepare_and_changes_nothing() {
     let squatter = TcpListener::bind(("127.0.0.1", c)).unwrap();
     let r = proxy.reload(&config(
         "5s",
-        &[cluster("a", &tansu.addr, a, "    limits: { maxConnections: 7 }\n"), cluster("b", &tansu.addr, b, ""), cluster("c", &tansu.addr, c, "")],
+        &[
+            cluster("a", &tansu.addr, a, "    limits: { maxConnections: 7 }\n"),
+            cluster("b", &tansu.addr, b, ""),
+            cluster("c", &tansu.addr, c, ""),
+        ],
     ));
     assert_eq!(r.status, 500, "{}", r.body);
     let body = r.json();
     assert_eq!(body["success"], false);
-    assert!(body["error"].as_str().unwrap().contains(&format!("virtual cluster c: bind 127.0.0.1:{c}")), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("virtual cluster c: bind 127.0.0.1:{c}")),
+        "{body}"
+    );
     assert_eq!(body["configVersion"], before["currentConfigVersion"]);
 
     // Nothing changed: version, clusters, generations; b's ports were released.
     let status = proxy.get("/admin/config/status").json();
-    assert_eq!(status["currentConfigVersion"], before["currentConfigVersion"]);
+    assert_eq!(
+        status["currentConfigVersion"],
+        before["currentConfigVersion"]
+    );
     assert_eq!(status["lastReloadAttempt"]["status"], "failed");
-    assert!(status["lastReloadAttempt"]["error"].as_str().unwrap().contains("bind"));
+    assert!(
+        status["lastReloadAttempt"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("bind")
+    );
     let clusters_after = proxy.get("/admin/clusters").json();
-    assert_eq!(clusters_after["clusters"][0]["generation"], clusters_before["clusters"][0]["generation"]);
+    assert_eq!(
+        clusters_after["clusters"][0]["generation"],
+        clusters_before["clusters"][0]["generation"]
+    );
     assert_eq!(clusters_after["clusters"].as_array().unwrap().len(), 1);
-    assert!(TcpListener::bind(("127.0.0.1", b)).is_ok(), "a prepared port was left bound");
+    assert!(
+        TcpListener::bind(("127.0.0.1", b)).is_ok(),
+        "a prepared port was left bound"
+    );
     assert_eq!(proxy.get("/admin/config").body, proxy.render(&original));
-    assert_eq!(proxy.metric("sluice_config_reload_total{result=\"failed\"}"), 1.0);
+    assert_eq!(
+        proxy.metric("sluice_config_reload_total{result=\"failed\"}"),
+        1.0
+    );
     drop(squatter);
     proxy.assert_clean_logs();
 }
@@ -75,7 +105,15 @@ fn an_invalid_configuration_is_rejected_with_every_error_and_changes_nothing() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| format!("{}:{}: {}: {}", e["line"], e["column"], e["path"].as_str().unwrap(), e["message"].as_str().unwrap()))
+        .map(|e| {
+            format!(
+                "{}:{}: {}: {}",
+                e["line"],
+                e["column"],
+                e["path"].as_str().unwrap(),
+                e["message"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(
         errors,
@@ -87,7 +125,10 @@ fn an_invalid_configuration_is_rejected_with_every_error_and_changes_nothing() {
         ]
     );
     assert_eq!(proxy.get("/admin/config").body, proxy.render(&original));
-    assert_eq!(proxy.get("/admin/config/status").json()["lastReloadAttempt"]["status"], "rejected");
+    assert_eq!(
+        proxy.get("/admin/config/status").json()["lastReloadAttempt"]["status"],
+        "rejected"
+    );
     proxy.assert_clean_logs();
 }
 
@@ -99,7 +140,12 @@ fn concurrent_reloads_one_proceeds_and_the_other_gets_409() {
     let big = |variant: u32| {
         // c0 changes each time; the other 599 make validating take a while.
         // They listen on 127.0.0.2, apart from every other test's ports.
-        let mut out = vec![cluster("c0", &tansu.addr, base, &format!("    limits: {{ maxConnections: {} }}\n", 100 + variant))];
+        let mut out = vec![cluster(
+            "c0",
+            &tansu.addr,
+            base,
+            &format!("    limits: {{ maxConnections: {} }}\n", 100 + variant),
+        )];
         for i in 1..600u32 {
             out.push(format!(
                 "  - name: c{i}\n    upstream: {{ bootstrapServers: [\"{}\"] }}\n    gateway: {{ listenHost: 127.0.0.2, advertisedHost: 127.0.0.1, bootstrapPort: {}, brokerPorts: {{ start: {}, count: 1 }} }}\n",
@@ -114,7 +160,10 @@ fn concurrent_reloads_one_proceeds_and_the_other_gets_409() {
     proxy.allow("another reload is running");
     for attempt in 1..=10u32 {
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
-        let bodies = [proxy.render(&big(2 * attempt)), proxy.render(&big(2 * attempt + 1))];
+        let bodies = [
+            proxy.render(&big(2 * attempt)),
+            proxy.render(&big(2 * attempt + 1)),
+        ];
         let admin = proxy.admin.clone();
         let handles: Vec<_> = bodies
             .into_iter()
@@ -122,18 +171,31 @@ fn concurrent_reloads_one_proceeds_and_the_other_gets_409() {
                 let (barrier, admin) = (std::sync::Arc::clone(&barrier), admin.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    sluice_tests::http::request(&admin, "POST", "/admin/config/reload", &[], body.as_bytes()).unwrap()
+                    sluice_tests::http::request(
+                        &admin,
+                        "POST",
+                        "/admin/config/reload",
+                        &[],
+                        body.as_bytes(),
+                    )
+                    .unwrap()
                 })
             })
             .collect();
-        let mut statuses: Vec<(u16, serde_json::Value)> =
-            handles.into_iter().map(|h| h.join().unwrap()).map(|r| (r.status, r.json())).collect();
+        let mut statuses: Vec<(u16, serde_json::Value)> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .map(|r| (r.status, r.json()))
+            .collect();
         statuses.sort_by_key(|(s, _)| *s);
         if statuses[1].0 == 409 {
             assert_eq!(statuses[0].0, 200, "{statuses:?}");
             assert_eq!(statuses[1].1["error"], "another reload is in progress");
             assert!(statuses[1].1["inProgressSince"].as_str().is_some());
-            assert_eq!(proxy.metric("sluice_config_reload_total{result=\"conflict\"}"), 1.0);
+            assert_eq!(
+                proxy.metric("sluice_config_reload_total{result=\"conflict\"}"),
+                1.0
+            );
             proxy.assert_clean_logs();
             return;
         }
@@ -148,18 +210,36 @@ fn if_match_applies_only_on_top_of_the_named_version() {
     let a = ports(2);
     let mut proxy = Proxy::start(&config("5s", &[cluster("a", &tansu.addr, a, "")]));
     proxy.allow("If-Match names another version");
-    let current = proxy.get("/admin/config/status").json()["currentConfigVersion"].as_str().unwrap().to_owned();
+    let current = proxy.get("/admin/config/status").json()["currentConfigVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let next = proxy.render(&config("6s", &[cluster("a", &tansu.addr, a, "")]));
-    let stale = proxy.post("/admin/config/reload", next.as_bytes(), &[("If-Match", "sha256:0000")]);
+    let stale = proxy.post(
+        "/admin/config/reload",
+        next.as_bytes(),
+        &[("If-Match", "sha256:0000")],
+    );
     assert_eq!(stale.status, 412, "{}", stale.body);
     assert_eq!(stale.json()["configVersion"], current.as_str());
     let quoted = format!("\"{current}\"");
-    let ok = proxy.post("/admin/config/reload", next.as_bytes(), &[("If-Match", &quoted)]);
+    let ok = proxy.post(
+        "/admin/config/reload",
+        next.as_bytes(),
+        &[("If-Match", &quoted)],
+    );
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.json()["changed"], true);
     let again = proxy.post("/admin/config/reload", next.as_bytes(), &[]);
-    assert_eq!(again.json()["changed"], false, "same bytes again must be a no-op");
-    assert_eq!(proxy.get("/admin/config/status").json()["lastReloadAttempt"]["status"], "unchanged");
+    assert_eq!(
+        again.json()["changed"],
+        false,
+        "same bytes again must be a no-op"
+    );
+    assert_eq!(
+        proxy.get("/admin/config/status").json()["lastReloadAttempt"]["status"],
+        "unchanged"
+    );
     proxy.assert_clean_logs();
 }
 
@@ -188,13 +268,30 @@ fn a_request_still_in_flight_at_the_drain_deadline_is_force_closed_and_counted()
     fetch.topics = vec![topic];
     conn.send(ApiKey::Fetch, 4, &fetch);
 
-    let r = proxy.reload(&config("1s", &[cluster("a", &tansu.addr, a, "    limits: { maxConnections: 9 }\n")]));
+    let r = proxy.reload(&config(
+        "1s",
+        &[cluster(
+            "a",
+            &tansu.addr,
+            a,
+            "    limits: { maxConnections: 9 }\n",
+        )],
+    ));
     assert_eq!(r.status, 200, "{}", r.body);
     let started = std::time::Instant::now();
-    assert!(conn.closed_within(Duration::from_secs(10)), "the draining connection was never closed");
+    assert!(
+        conn.closed_within(Duration::from_secs(10)),
+        "the draining connection was never closed"
+    );
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(700), "closed after {took:?}, before the drain deadline");
+    assert!(
+        took >= Duration::from_millis(700),
+        "closed after {took:?}, before the drain deadline"
+    );
     proxy.wait_for_log("drain deadline reached", Duration::from_secs(5));
-    assert_eq!(proxy.metric("sluice_drained_connections_total{cluster=\"a\",result=\"forced\"}"), 1.0);
+    assert_eq!(
+        proxy.metric("sluice_drained_connections_total{cluster=\"a\",result=\"forced\"}"),
+        1.0
+    );
     proxy.assert_clean_logs();
 }
