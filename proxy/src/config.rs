@@ -33,7 +33,7 @@ pub mod yaml;
 
 pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
-pub use files::{FileSource, LocalFiles, MemoryFiles};
+pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly};
 pub use model::ProxyConfig;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.

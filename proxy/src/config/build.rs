@@ -101,12 +101,15 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
     };
     let token = f.optional(cx, "tokenFile", |cx, node, path| {
         let (file, bytes) = read_file(cx, node, path)?;
+        let Some(bytes) = bytes else {
+            return Some((file, None));
+        };
         let token = String::from_utf8(bytes)
             .ok()
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
         match token {
-            Some(token) => Some((file, token)),
+            Some(token) => Some((file, Some(token))),
             None => cx.fail(
                 path,
                 node.mark,
@@ -129,7 +132,7 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
         return None;
     }
     let (token_file, token) = match token {
-        Some((file, token)) => (Some(file), Some(Loaded(Arc::new(token)))),
+        Some((file, token)) => (Some(file), token.map(|t| Loaded(Arc::new(t)))),
         None => (None, None),
     };
     Some(Admin {

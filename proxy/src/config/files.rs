@@ -28,6 +28,9 @@ pub enum FileError {
     /// It is larger than [`MAX_FILE_BYTES`].
     #[error("larger than {MAX_FILE_BYTES} bytes")]
     TooLarge,
+    /// The source does not read files ([`PathsOnly`]).
+    #[error("files are not read by this validator")]
+    NotLoaded,
     /// Any other I/O error, by its description.
     #[error("{0}")]
     Io(String),
@@ -37,6 +40,30 @@ pub enum FileError {
 pub trait FileSource: Send + Sync {
     /// The whole content of the file at `path`, as written in the configuration.
     fn read(&self, path: &str) -> Result<Vec<u8>, FileError>;
+
+    /// Whether files are read at all. When false, validation checks that
+    /// paths are given but not what they hold (see [`PathsOnly`]).
+    fn loads(&self) -> bool {
+        true
+    }
+}
+
+/// Validation without the referenced files: for a validator that runs where
+/// the proxy's files are not (the admission webhook's pod cannot mount the
+/// proxy's Secrets). Paths are checked; contents are not, so a configuration
+/// valid under `PathsOnly` may still fail on a proxy whose files are broken.
+/// The resulting configuration has no TLS material and cannot be served.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PathsOnly;
+
+impl FileSource for PathsOnly {
+    fn read(&self, _path: &str) -> Result<Vec<u8>, FileError> {
+        Err(FileError::NotLoaded)
+    }
+
+    fn loads(&self) -> bool {
+        false
+    }
 }
 
 /// The local filesystem; relative paths are taken from `base` (the directory
@@ -132,6 +159,14 @@ impl FileRef {
         FileRef {
             path: path.to_owned(),
             digest: sha256_hex(content),
+        }
+    }
+
+    /// A file named but not read ([`PathsOnly`]).
+    pub(crate) fn unread(path: &str) -> Self {
+        FileRef {
+            path: path.to_owned(),
+            digest: "unread".to_owned(),
         }
     }
 }

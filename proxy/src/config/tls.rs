@@ -57,8 +57,8 @@ pub struct GatewayTls {
 pub struct ServerMaterial {
     /// Leaf first.
     pub cert_chain: Vec<CertificateDer<'static>>,
-    /// Matches the leaf.
-    pub key: PrivateKeyDer<'static>,
+    /// Matches the leaf; `None` when files were not read ([`super::files::PathsOnly`]).
+    pub key: Option<PrivateKeyDer<'static>>,
     /// CAs that sign acceptable client certificates; empty when mTLS is off.
     pub client_roots: Vec<CertificateDer<'static>>,
 }
@@ -100,7 +100,7 @@ pub(crate) fn gateway_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Ga
     let client_ca = f.optional(cx, "clientCaFile", ca_certificates);
     let (cert_file, cert_chain) = cert?;
     let (key_file, key, key_mark) = key?;
-    check_pair(cx, &f, &cert_file, &cert_chain, &key, key_mark)?;
+    check_pair(cx, &f, &cert_file, &cert_chain, key.as_ref(), key_mark)?;
     let (client_ca_file, client_roots) = match client_ca {
         Some((file, roots)) => (Some(file), roots),
         None if f.has("clientCaFile") => return None,
@@ -153,7 +153,7 @@ pub(crate) fn upstream_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<U
     }
     let identity = match (cert, key) {
         (Some((cert_file, chain)), Some((key_file, key, key_mark))) => {
-            check_pair(cx, &f, &cert_file, &chain, &key, key_mark)?;
+            check_pair(cx, &f, &cert_file, &chain, key.as_ref(), key_mark)?;
             Some((cert_file, key_file, chain, key))
         }
         _ => None,
@@ -163,7 +163,7 @@ pub(crate) fn upstream_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<U
     }
     let (ca_file, roots) = ca.map_or((None, None), |(file, roots)| (Some(file), Some(roots)));
     let (cert_file, key_file, identity) = match identity {
-        Some((c, k, chain, key)) => (Some(c), Some(k), Some((chain, key))),
+        Some((c, k, chain, key)) => (Some(c), Some(k), key.map(|key| (chain, key))),
         None => (None, None, None),
     };
     Some(UpstreamTls {
@@ -175,14 +175,22 @@ pub(crate) fn upstream_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<U
     })
 }
 
-/// Reads a referenced file, reporting why it cannot be read.
-pub(crate) fn read_file(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<(FileRef, Vec<u8>)> {
+/// Reads a referenced file, reporting why it cannot be read. The bytes are
+/// `None` when the file source does not read files.
+pub(crate) fn read_file(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+) -> Option<(FileRef, Option<Vec<u8>>)> {
     let name = string(cx, node, path)?;
     if name.is_empty() {
         return cx.fail(path, node.mark, "file path is empty");
     }
+    if !cx.files.loads() {
+        return Some((FileRef::unread(name), None));
+    }
     match cx.files.read(name) {
-        Ok(bytes) => Some((FileRef::new(name, &bytes), bytes)),
+        Ok(bytes) => Some((FileRef::new(name, &bytes), Some(bytes))),
         Err(e) => cx.fail(path, node.mark, format_args!("cannot read {name:?}: {e}")),
     }
 }
@@ -193,6 +201,9 @@ fn certificates(
     path: &str,
 ) -> Option<(FileRef, Vec<CertificateDer<'static>>)> {
     let (file, bytes) = read_file(cx, node, path)?;
+    let Some(bytes) = bytes else {
+        return Some((file, Vec::new()));
+    };
     let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
     match certs {
         Ok(certs) if certs.is_empty() => cx.fail(
@@ -232,10 +243,13 @@ fn private_key(
     cx: &mut Cx<'_>,
     node: &Node,
     path: &str,
-) -> Option<(FileRef, PrivateKeyDer<'static>, Mark)> {
+) -> Option<(FileRef, Option<PrivateKeyDer<'static>>, Mark)> {
     let (file, bytes) = read_file(cx, node, path)?;
+    let Some(bytes) = bytes else {
+        return Some((file, None, node.mark));
+    };
     match PrivateKeyDer::from_pem_slice(&bytes) {
-        Ok(key) => Some((file, key, node.mark)),
+        Ok(key) => Some((file, Some(key), node.mark)),
         Err(pem::Error::NoItemsFound) => cx.fail(
             path,
             node.mark,
@@ -255,9 +269,13 @@ fn check_pair(
     f: &Fields<'_>,
     cert_file: &FileRef,
     chain: &[CertificateDer<'static>],
-    key: &PrivateKeyDer<'static>,
+    key: Option<&PrivateKeyDer<'static>>,
     key_mark: Mark,
 ) -> Option<()> {
+    let Some(key) = key.filter(|_| !chain.is_empty()) else {
+        // Files were not read: nothing to compare.
+        return Some(());
+    };
     let key_path = format!("{}.keyFile", f.path());
     let provider = ring::default_provider();
     let Ok(signing_key) = provider.key_provider.load_private_key(key.clone_key()) else {

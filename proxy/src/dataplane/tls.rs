@@ -19,6 +19,9 @@ pub enum TlsError {
     /// The client-certificate verifier could not be built.
     #[error("client certificate verifier: {0}")]
     ClientVerifier(#[from] rustls::server::VerifierBuilderError),
+    /// The configuration was validated without reading its files.
+    #[error("tls material was not loaded (validated without files)")]
+    NotLoaded,
     /// No CA was configured and the system has none.
     #[error("no trusted CA certificates: set upstream.tls.caFile")]
     NoRoots,
@@ -50,7 +53,8 @@ pub fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
                 .build()?;
         builder.with_client_cert_verifier(verifier)
     };
-    let config = builder.with_single_cert(material.cert_chain.clone(), material.key.clone_key())?;
+    let key = material.key.as_ref().ok_or(TlsError::NotLoaded)?;
+    let config = builder.with_single_cert(material.cert_chain.clone(), key.clone_key())?;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
