@@ -57,6 +57,12 @@ pub struct CheckArgs {
     /// error; `json` prints one object for machines.
     #[arg(long, value_enum, default_value_t = Format::Text, env = "SLUICE_FORMAT")]
     pub format: Format,
+    /// Check that referenced files (TLS, token) are named, but do not read
+    /// them: for a configuration whose files exist only where the proxy runs
+    /// (a ConfigMap whose certificates come from a Secret). This is what the
+    /// admission webhook checks by default.
+    #[arg(long, env = "SLUICE_PATHS_ONLY")]
+    pub paths_only: bool,
 }
 
 /// Arguments of `run`.
@@ -130,10 +136,15 @@ pub fn read_config(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Reads and validates one file, with relative paths taken from its directory.
-fn load(path: &Path) -> io::Result<Result<ValidConfig, Vec<ConfigError>>> {
+/// Reads and validates one file, with relative paths taken from its
+/// directory (or, with `paths_only`, without reading referenced files).
+fn load(path: &Path, paths_only: bool) -> io::Result<Result<ValidConfig, Vec<ConfigError>>> {
     let bytes = read_config(path)?;
-    Ok(config::validate(&bytes, &LocalFiles::beside(path)))
+    Ok(if paths_only {
+        config::validate(&bytes, &config::PathsOnly)
+    } else {
+        config::validate(&bytes, &LocalFiles::beside(path))
+    })
 }
 
 fn display(path: &Path) -> String {

@@ -11,19 +11,25 @@
 //! - [`certs`]: certificates made per test run
 //! - [`http`]: a tiny HTTP client for the admin API
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
+//! - [`manifests`]: the Kubernetes manifests, rendered and parsed
 //! - [`sockets`]: the kernel's view of who is connected to whom
+//! - [`volume`]: a ConfigMap volume written the way kubelet writes it
+//! - [`watcher`]: a `sluice-watcher` process
 
 use std::path::{Path, PathBuf};
 
 pub mod certs;
 pub mod http;
 pub mod kafka;
+pub mod manifests;
 pub mod peers;
 pub mod ports;
 pub mod process;
 pub mod proxy;
 pub mod python;
 pub mod sockets;
+pub mod volume;
+pub mod watcher;
 
 /// The repository root.
 pub fn repo() -> PathBuf {

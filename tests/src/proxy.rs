@@ -17,6 +17,8 @@ pub struct Options {
     pub args: Vec<String>,
     /// Run it where the configuration's directory is read-only.
     pub read_only_dir: bool,
+    /// Admin port to use instead of a fresh one (to restart on the same address).
+    pub admin_port: Option<u16>,
 }
 
 /// A running proxy.
@@ -66,7 +68,7 @@ impl Proxy {
         config: &str,
         options: &Options,
     ) -> (String, Proc, PathBuf) {
-        let admin = format!("127.0.0.1:{}", port());
+        let admin = format!("127.0.0.1:{}", options.admin_port.unwrap_or_else(port));
         let path = dir.path().join("proxy.yaml");
         std::fs::write(&path, config.replace("{admin}", &admin)).expect("write config");
         let proxy = bin("sluice-proxy");
@@ -140,6 +142,30 @@ impl Proxy {
         http::get(&self.admin, path)
     }
 
+    /// The configuration version in force.
+    pub fn version(&self) -> String {
+        self.get("/admin/config/status").json()["currentConfigVersion"]
+            .as_str()
+            .expect("currentConfigVersion")
+            .to_owned()
+    }
+
+    /// Waits until the proxy runs `version` (polling its status, bounded).
+    pub fn wait_for_version(&self, version: &str, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let current = self.version();
+            if current == version {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "proxy still runs {current}, not {version}, after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The value of a metric series (0 when absent), e.g.
     /// `sluice_connections_total{cluster="a"}`.
     pub fn metric(&self, series: &str) -> f64 {
@@ -185,5 +211,14 @@ impl Proxy {
     /// Access to the process (signals, exit).
     pub fn process(&mut self) -> &mut Proc {
         &mut self.proc
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        // A failing test shows what the process said.
+        if std::thread::panicking() {
+            eprintln!("--- proxy log ---\n{}", self.proc.lines().join("\n"));
+        }
     }
 }

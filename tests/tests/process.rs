@@ -153,7 +153,7 @@ fn persist_writes_applied_configurations_back_atomically() {
     let (a, b) = (ports(2), ports(2));
     let options = Options {
         args: vec!["--persist".into()],
-        read_only_dir: false,
+        ..Options::default()
     };
     let proxy = Proxy::launch(
         tempfile::tempdir().unwrap(),
@@ -184,6 +184,7 @@ fn persist_on_a_read_only_directory_applies_and_leaves_the_file_alone() {
     let options = Options {
         args: vec!["--persist".into()],
         read_only_dir: true,
+        ..Options::default()
     };
     let original = config("fail-fast", "2s", &[cluster("a", &tansu.addr, a)]);
     let mut proxy = Proxy::launch(tempfile::tempdir().unwrap(), &original, &options);

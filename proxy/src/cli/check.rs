@@ -27,7 +27,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let mut reports = Vec::new();
     for path in &args.files {
         let file = display(path);
-        let report = match load(path) {
+        let report = match load(path, args.paths_only) {
             Err(e) => {
                 code = EXIT_USAGE;
                 FileReport {

@@ -258,11 +258,13 @@ impl Engine {
             ),
             _ => error.clone().unwrap_or_default(),
         };
-        self.events.reload(result, &version, took, &detail);
-        // A refused concurrent attempt does not overwrite the running one's record.
+        // The status is recorded before the event is logged, so whoever sees
+        // the log line finds the attempt in `/admin/config/status`. A refused
+        // concurrent attempt does not overwrite the running one's record.
         if result != ReloadResult::Conflict {
-            self.record_reload(at, result.as_str(), version, took, modified, error);
+            self.record_reload(at, result.as_str(), version.clone(), took, modified, error);
         }
+        self.events.reload(result, &version, took, &detail);
     }
 }
 

@@ -1,0 +1,216 @@
+//! The watcher's reaction time and footprint.
+//!
+//! Reaction: from kubelet's rename of `..data` to the first request reaching
+//! the proxy's admin port, over 200 swaps, with no stagger. The "proxy" here
+//! is a small listener in this process that stamps each request's arrival
+//! and answers validate with 400 (so each swap is one round); the baseline is
+//! the same rename observed directly through inotify (notify) in this process.
+//! Footprint: the release binary's RSS and CPU while idle, against `sleep`'s.
+//!
+//! Run: `cargo bench -p sluice-watcher --bench reaction`
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher as _};
+use sluice_tests::volume::Volume;
+
+const SWAPS: usize = 200;
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A listener that sends the arrival time of every status request.
+fn fake_admin() -> (String, mpsc::Receiver<Instant>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let arrived = Instant::now();
+                    let mut len = 0;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    let _ = reader.read_exact(&mut body);
+                    let (status, json) = if line.starts_with("GET /admin/config/status") {
+                        let _ = tx.send(arrived);
+                        ("200 OK", r#"{"currentConfigVersion":"sha256:none"}"#)
+                    } else {
+                        (
+                            "400 Bad Request",
+                            r#"{"valid":false,"errors":[{"line":1,"column":1,"path":"","message":"bench"}]}"#,
+                        )
+                    };
+                    let resp = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                        json.len()
+                    );
+                    if stream.write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let f = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    f(11) + f(12)
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut volume = Volume::create(dir.path(), "proxy.yaml", b"n: 0\n");
+
+    // Baseline: the same rename seen through inotify directly.
+    let (etx, erx) = mpsc::channel();
+    let mut raw = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
+        if let Ok(e) = e
+            && e.paths.iter().any(|p| p.ends_with("..data"))
+        {
+            let _ = etx.send(Instant::now());
+        }
+    })
+    .expect("notify");
+    raw.watch(dir.path(), RecursiveMode::NonRecursive)
+        .expect("watch");
+    let mut baseline = Vec::new();
+    for i in 0..SWAPS {
+        while erx.try_recv().is_ok() {}
+        let t = Instant::now();
+        volume.swap(format!("n: b{i}\n").as_bytes());
+        let seen = erx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("inotify event");
+        baseline.push(seen - t);
+    }
+    drop(raw);
+
+    let (admin, arrivals) = fake_admin();
+    let mut watcher = Command::new(env!("CARGO_BIN_EXE_sluice-watcher"))
+        .arg("--path")
+        .arg(volume.path())
+        .args([
+            "--proxy",
+            &format!("http://{admin}"),
+            "--stagger",
+            "0s",
+            "--jitter",
+            "0s",
+        ])
+        .args(["--metrics-listen", "127.0.0.1:0", "--log-format", "json"])
+        .env("SLUICE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sluice-watcher");
+    // Its startup reconcile is the first request.
+    arrivals
+        .recv_timeout(Duration::from_secs(10))
+        .expect("startup reconcile");
+    let mut reaction = Vec::new();
+    for i in 0..SWAPS {
+        while arrivals.try_recv().is_ok() {}
+        let t = Instant::now();
+        volume.swap(format!("n: w{i}\n").as_bytes());
+        let arrived = arrivals
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a request after the swap");
+        reaction.push(arrived - t);
+        // Let the round finish (validate is answered 400) before the next swap.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = watcher.id();
+    std::thread::sleep(Duration::from_secs(2));
+    let (rss, cpu0) = (rss_kb(pid), cpu_ticks(pid));
+    std::thread::sleep(Duration::from_secs(5));
+    let idle_ticks = cpu_ticks(pid) - cpu0;
+    let mut sleeper = Command::new("sleep").arg("30").spawn().expect("sleep");
+    std::thread::sleep(Duration::from_millis(200));
+    let sleep_rss = rss_kb(sleeper.id());
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+
+    let (b50, b99) = (
+        percentile(&mut baseline, 0.5),
+        percentile(&mut baseline, 0.99),
+    );
+    let (r50, r99) = (
+        percentile(&mut reaction, 0.5),
+        percentile(&mut reaction, 0.99),
+    );
+    println!("{:<58} {:>9} {:>9}", "case", "p50", "p99");
+    println!(
+        "{:<58} {:>6.2} ms {:>6.2} ms",
+        "inotify event after the ..data rename (baseline)",
+        ms(b50),
+        ms(b99)
+    );
+    println!(
+        "{:<58} {:>6.2} ms {:>6.2} ms   ({:.1}x / {:.1}x baseline)",
+        "sluice-watcher: rename to first request at the proxy",
+        ms(r50),
+        ms(r99),
+        r50.as_secs_f64() / b50.as_secs_f64(),
+        r99.as_secs_f64() / b99.as_secs_f64()
+    );
+    println!(
+        "idle RSS: sluice-watcher {:.1} MiB, `sleep` {:.1} MiB ({:.1}x); idle CPU over 5 s: {} ticks of 10 ms",
+        rss as f64 / 1024.0,
+        sleep_rss as f64 / 1024.0,
+        rss as f64 / sleep_rss.max(1) as f64,
+        idle_ticks
+    );
+}

@@ -1,0 +1,26 @@
+//! `sluice-watcher`: notices a new configuration (a ConfigMap volume's
+//! `..data` swap, or a plain file changing), waits this pod's own delay, and
+//! asks the proxy to validate and then reload it, retrying with backoff.
+//!
+//! - [`volume`]: watching one file for new content (also used by the webhook
+//!   to pick up rotated certificates)
+//! - [`schedule`]: this pod's slot and delay
+//! - [`client`]: the proxy's admin API
+//! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
+//! - [`run`]: the loop: wait, validate, reload, resync
+//! - [`metrics`]: metrics and the events they count
+//! - [`events`]: Kubernetes Events on the watcher's own pod (`--events`)
+//! - [`http`]: `/healthz` and `/metrics`
+//! - [`cli`]: the command line
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod cli;
+pub mod client;
+pub mod events;
+pub mod http;
+pub mod metrics;
+pub mod retry;
+pub mod run;
+pub mod schedule;
+pub mod volume;

@@ -1,0 +1,265 @@
+//! The watcher's loop: new content → this pod's delay (restarted by newer
+//! content) → status → validate → reload, with retries; rejected content is
+//! remembered and never sent again; a periodic resync reconciles the proxy
+//! with the file whatever events were missed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::client::{Answer, CallError, ProxyClient};
+use crate::events::{Kind, PodEvents};
+use crate::metrics::Metrics;
+use crate::retry::Retry;
+use crate::schedule::{self, Slot};
+use crate::volume::{Content, VolumeWatcher, WatchOptions};
+
+/// Everything the loop needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The watched file.
+    pub path: PathBuf,
+    /// How it is watched.
+    pub watch: WatchOptions,
+    /// This pod's slot.
+    pub slot: Slot,
+    /// Delay per slot.
+    pub stagger: Duration,
+    /// Random extra delay, at most this.
+    pub jitter: Duration,
+    /// How long one content is retried before giving up until the next resync.
+    pub retry_deadline: Duration,
+}
+
+/// How applying one content ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The proxy now runs it.
+    Applied,
+    /// The proxy already ran it.
+    Unchanged,
+    /// The proxy found it invalid.
+    Rejected(Vec<String>),
+    /// Retries ran out, or the proxy refused for good.
+    Failed(String),
+    /// Newer content arrived first.
+    Superseded,
+}
+
+/// Liveness: the loop stamps this whenever it wakes.
+#[derive(Debug, Default)]
+pub struct Heartbeat(AtomicU64);
+
+impl Heartbeat {
+    fn beat(&self) {
+        self.0.store(now_secs(), Ordering::Release);
+    }
+
+    /// Seconds since the loop last woke.
+    pub fn age(&self) -> u64 {
+        now_secs().saturating_sub(self.0.load(Ordering::Acquire))
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Applies one content: skip it if the proxy runs it, else validate, then
+/// reload on top of the version seen. Gives up when `newer` changes.
+pub async fn apply(
+    client: &ProxyClient,
+    metrics: &Metrics,
+    content: &Content,
+    deadline: Duration,
+    newer: &mut watch::Receiver<Content>,
+) -> Outcome {
+    let Some(bytes) = content.bytes.as_deref() else {
+        return Outcome::Failed("the file cannot be read".into());
+    };
+    let mut retry = Retry::new(deadline);
+    loop {
+        let attempt = async {
+            let current = client.current_version().await?;
+            if current == content.digest {
+                return Ok(Outcome::Unchanged);
+            }
+            if let Answer::Invalid(errors) = client.validate(bytes).await? {
+                return Ok(Outcome::Rejected(errors));
+            }
+            Ok::<_, CallError>(match client.reload(bytes, Some(&current)).await? {
+                Answer::Accepted => Outcome::Applied,
+                Answer::Invalid(errors) => Outcome::Rejected(errors),
+            })
+        };
+        let result = tokio::select! {
+            r = attempt => r,
+            _ = newer.changed() => return Outcome::Superseded,
+        };
+        let reason = match result {
+            Ok(outcome) => return outcome,
+            Err(CallError::Fatal(reason)) => return Outcome::Failed(reason),
+            Err(CallError::Retry(reason)) => reason,
+        };
+        let Some(wait) = retry.next_wait() else {
+            return Outcome::Failed(format!("gave up after {deadline:?}: {reason}"));
+        };
+        metrics.retry(&reason, wait);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = newer.changed() => return Outcome::Superseded,
+        }
+    }
+}
+
+/// Waits this pod's delay before acting on new content; newer content
+/// arriving meanwhile restarts the wait with it. Returns the content to apply.
+pub async fn wait_turn(
+    settings: &Settings,
+    rx: &mut watch::Receiver<Content>,
+    mut content: Content,
+) -> Content {
+    loop {
+        let delay = schedule::delay(
+            settings.slot,
+            settings.stagger,
+            settings.jitter,
+            schedule::random_unit(),
+        );
+        if delay.is_zero() {
+            return content;
+        }
+        tracing::info!(
+            delay_ms = delay.as_millis() as u64,
+            slot = settings.slot.index,
+            "waiting for this pod's turn"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => return content,
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return content;
+                }
+                content = rx.borrow_and_update().clone();
+                tracing::info!(version = %content.digest, "newer content during the wait; starting the wait again");
+            }
+        }
+    }
+}
+
+/// Records an Event in the background, when Events are on.
+fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: String) {
+    if let Some(events) = events.cloned() {
+        tokio::spawn(async move { events.report(kind, reason, &message).await });
+    }
+}
+
+/// Runs the watcher until the watch ends.
+pub async fn run(
+    settings: Settings,
+    client: ProxyClient,
+    metrics: Arc<Metrics>,
+    heartbeat: Arc<Heartbeat>,
+    events: Option<PodEvents>,
+) {
+    if crate::volume::looks_like_subpath(&settings.path) {
+        tracing::warn!(path = %settings.path.display(), "the file looks like a subPath mount: Kubernetes never updates those; mount the ConfigMap as a directory");
+    }
+    let watcher = match VolumeWatcher::start(&settings.path, settings.watch.clone()) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch the configuration");
+            return;
+        }
+    };
+    let mut rx = watcher.subscribe();
+    tracing::info!(path = %settings.path.display(), volume = crate::volume::is_volume(&settings.path), "watching configuration");
+    let mut resync = tokio::time::interval(settings.watch.resync);
+    resync.tick().await;
+    heartbeat.beat();
+    // At startup, reconcile at once: no stagger for a pod coming up.
+    let mut next = Some((rx.borrow_and_update().clone(), false));
+    let mut rejected: Option<String> = None;
+    let mut first = true;
+    loop {
+        heartbeat.beat();
+        let (content, staggered) = match next.take() {
+            Some(n) => n,
+            None => tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let c = rx.borrow_and_update().clone();
+                    metrics.swap_seen(&c.digest, c.data_dir.as_deref());
+                    (c, true)
+                }
+                _ = resync.tick() => (rx.borrow().clone(), false),
+            },
+        };
+        heartbeat.beat();
+        if rejected.as_deref() == Some(content.digest.as_str()) {
+            continue;
+        }
+        let content = if staggered {
+            wait_turn(&settings, &mut rx, content).await
+        } else {
+            content
+        };
+        heartbeat.beat();
+        let events = events.as_ref();
+        match apply(
+            &client,
+            &metrics,
+            &content,
+            settings.retry_deadline,
+            &mut rx,
+        )
+        .await
+        {
+            Outcome::Applied => {
+                metrics.applied(&content.digest, content.propagation_lag());
+                event(
+                    events,
+                    Kind::Normal,
+                    "ConfigApplied",
+                    format!("proxy configuration {} applied", content.digest),
+                );
+            }
+            Outcome::Unchanged => {
+                if staggered || first {
+                    metrics.unchanged(&content.digest);
+                }
+            }
+            Outcome::Rejected(errors) => {
+                metrics.rejected(&content.digest, &errors);
+                let message = format!(
+                    "proxy configuration {} rejected: {}",
+                    content.digest,
+                    errors.join("; ")
+                );
+                event(events, Kind::Warning, "ConfigRejected", message);
+                rejected = Some(content.digest.clone());
+            }
+            Outcome::Failed(reason) => {
+                metrics.failed(&content.digest, &reason);
+                let message = format!(
+                    "proxy configuration {} not applied: {reason}",
+                    content.digest
+                );
+                event(events, Kind::Warning, "ConfigFailed", message);
+            }
+            Outcome::Superseded => {
+                let c = rx.borrow_and_update().clone();
+                metrics.swap_seen(&c.digest, c.data_dir.as_deref());
+                next = Some((c, true));
+            }
+        }
+        first = false;
+    }
+}

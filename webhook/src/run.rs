@@ -1,0 +1,249 @@
+//! The process: load the certificate, bind, serve HTTPS (and optionally
+//! plain-HTTP metrics), rotate the certificate, and on the shutdown signal
+//! become not ready, stop accepting, and let requests in flight finish
+//! within the grace period.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sluice_proxy::config::{FileSource, LocalFiles, PathsOnly};
+use sluice_watcher::volume::{WatchError, WatchOptions};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::decide::Policy;
+use crate::http::{self, AppState};
+use crate::metrics::Metrics;
+use crate::serve::{self, Timeouts};
+use crate::tls::{self, CertError, CertWatch, Rotator};
+
+/// Where the files a configuration names are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileCheck {
+    /// Not at all: paths are checked, contents are not (the default, since
+    /// the proxy's Secrets are not mounted in the webhook's pod).
+    PathsOnly,
+    /// From this machine; relative paths from `root`.
+    Local {
+        /// The directory relative paths are read from.
+        root: PathBuf,
+    },
+}
+
+/// Everything the webhook runs with.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The HTTPS address.
+    pub listen: SocketAddr,
+    /// The optional plain-HTTP metrics address.
+    pub metrics_listen: Option<SocketAddr>,
+    /// PEM certificate chain.
+    pub tls_cert: PathBuf,
+    /// PEM private key.
+    pub tls_key: PathBuf,
+    /// The ConfigMap key holding the configuration.
+    pub config_key: String,
+    /// Whether and where referenced files are read.
+    pub files: FileCheck,
+    /// Most errors listed in a denial; 0 lists all.
+    pub max_errors: usize,
+    /// Handshake, header and body read timeout.
+    pub read_timeout: Duration,
+    /// How long requests in flight may take after the shutdown signal.
+    pub shutdown_grace: Duration,
+    /// How the certificate files are watched.
+    pub watch: WatchOptions,
+}
+
+/// The webhook could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The certificate or key cannot be served.
+    #[error("serving certificate: {0}")]
+    Certificate(#[from] CertError),
+    /// rustls refused the server configuration.
+    #[error("tls configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    /// An address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The certificate files cannot be watched.
+    #[error("cannot watch the certificate files: {0}")]
+    Watch(#[from] WatchError),
+}
+
+/// Runs until `shutdown` completes (see [`signals`]), then drains.
+pub async fn run(
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), RunError> {
+    Webhook::bind(options).await?.serve(shutdown).await
+}
+
+/// A webhook with its certificate loaded and its ports bound, not yet
+/// serving: tests and benchmarks learn the addresses of `:0` ports here.
+#[derive(Debug)]
+pub struct Webhook {
+    options: Options,
+    state: AppState,
+    rotator: Rotator,
+    tls: Arc<rustls::ServerConfig>,
+    https: TcpListener,
+    https_addr: SocketAddr,
+    plain: Option<(TcpListener, SocketAddr)>,
+}
+
+impl Webhook {
+    /// Loads the certificate and binds the ports.
+    pub async fn bind(options: Options) -> Result<Self, RunError> {
+        let metrics = Arc::new(Metrics::new());
+        let rotator = Rotator::load(
+            options.tls_cert.clone(),
+            options.tls_key.clone(),
+            Arc::clone(&metrics),
+        )?;
+        let tls = tls::server_config(rotator.resolver())?;
+        let files: Arc<dyn FileSource> = match &options.files {
+            FileCheck::PathsOnly => Arc::new(PathsOnly),
+            FileCheck::Local { root } => Arc::new(LocalFiles::relative_to(root)),
+        };
+        let state = AppState {
+            policy: Arc::new(Policy {
+                config_key: options.config_key.clone(),
+                max_errors: options.max_errors,
+                files,
+            }),
+            metrics,
+            ready: Arc::new(AtomicBool::new(false)),
+            body_timeout: options.read_timeout,
+        };
+        let (https, https_addr) = bind(options.listen).await?;
+        let plain = match options.metrics_listen {
+            Some(addr) => Some(bind(addr).await?),
+            None => None,
+        };
+        Ok(Webhook {
+            options,
+            state,
+            rotator,
+            tls,
+            https,
+            https_addr,
+            plain,
+        })
+    }
+
+    /// The bound HTTPS address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.https_addr
+    }
+
+    /// The bound plain-HTTP metrics address, if any.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.plain.as_ref().map(|(_, addr)| *addr)
+    }
+
+    /// Serves until `shutdown` completes; then becomes not ready, stops
+    /// accepting, and waits up to the grace period for requests in flight.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
+        let Webhook {
+            options,
+            state,
+            rotator,
+            tls,
+            https,
+            https_addr,
+            plain,
+        } = self;
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let watch = CertWatch::start(rotator, &options.watch)?;
+        tracker.spawn(watch.run(cancel.clone()));
+        let timeouts = Timeouts {
+            handshake: options.read_timeout,
+            headers: options.read_timeout,
+        };
+        let server = tokio::spawn(serve::https(
+            https,
+            tls,
+            http::router(state.clone()),
+            timeouts,
+            Arc::clone(&state.metrics),
+            cancel.clone(),
+            tracker.clone(),
+        ));
+        let metrics_addr = plain.as_ref().map(|(_, a)| a.to_string());
+        if let Some((listener, _)) = plain {
+            tracker.spawn(serve::plain(
+                listener,
+                http::metrics_router(state.clone()),
+                cancel.clone(),
+            ));
+        }
+        state.ready.store(true, Ordering::Relaxed);
+        let files = match &options.files {
+            FileCheck::PathsOnly => "paths-only".to_owned(),
+            FileCheck::Local { root } => root.display().to_string(),
+        };
+        tracing::info!(
+            addr = %https_addr,
+            metrics_addr = metrics_addr.unwrap_or_default(),
+            config_key = %options.config_key,
+            files = %files,
+            "webhook ready"
+        );
+
+        shutdown.await;
+        tracing::info!("shutting down: not ready, finishing requests in flight");
+        state.ready.store(false, Ordering::Relaxed);
+        cancel.cancel();
+        let _ = server.await;
+        tracker.close();
+        let drained = tokio::time::timeout(options.shutdown_grace, tracker.wait()).await;
+        if drained.is_err() {
+            tracing::warn!(
+                grace = ?options.shutdown_grace,
+                "requests still in flight at the end of the grace period"
+            );
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), RunError> {
+    let failed = |source| RunError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(failed)?;
+    let local = listener.local_addr().map_err(failed)?;
+    Ok((listener, local))
+}
+
+/// Completes on SIGTERM (Kubernetes stopping the pod) or SIGINT (Ctrl-C).
+pub async fn signals() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            tracing::warn!("cannot install signal handlers; stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! End-to-end tests of the `sluice-webhook` binary over real HTTPS: real
+//! processes, real certificates (rcgen), real TLS clients (reqwest and raw
+//! tokio-rustls), real AdmissionReview JSON from `tests/fixtures/admission`.
+//! There is no kube-apiserver: the tests send what it sends, as it sends it
+//! (`POST /validate`, `application/json`, over TLS to a CA it trusts).
+//!
+//! - `harness`: certificates, the webhook process, clients
+//! - `admission`: one fixture per scenario, probes, metrics, shutdown
+//! - `parity`: the invalid-config corpus through webhook and CLI
+//! - `rotation`: a kubelet-style certificate swap under load
+
+mod admission;
+mod harness;
+mod parity;
+mod rotation;
