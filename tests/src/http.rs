@@ -65,6 +65,19 @@ pub fn get(addr: &str, path: &str) -> Response {
     request(addr, "GET", path, &[], b"").unwrap_or_else(|e| panic!("GET {addr}{path}: {e}"))
 }
 
+/// The value of one series in a Prometheus exposition served at `addr`
+/// (0 when absent), e.g. `sluice_connections_total{cluster="a"}`.
+pub fn metric(addr: &str, series: &str) -> f64 {
+    get(addr, "/metrics")
+        .body
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(series)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
+        .unwrap_or(0.0)
+}
+
 fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {

@@ -169,13 +169,7 @@ impl Proxy {
     /// The value of a metric series (0 when absent), e.g.
     /// `sluice_connections_total{cluster="a"}`.
     pub fn metric(&self, series: &str) -> f64 {
-        let text = self.get("/metrics").body;
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix(series)
-                    .and_then(|rest| rest.trim().parse().ok())
-            })
-            .unwrap_or(0.0)
+        http::metric(&self.admin, series)
     }
 
     /// Waits for a log line containing `needle`.

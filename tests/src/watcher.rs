@@ -46,14 +46,7 @@ impl Watcher {
 
     /// The value of one of its metric series (0 when absent).
     pub fn metric(&self, series: &str) -> f64 {
-        self.get("/metrics")
-            .body
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix(series)
-                    .and_then(|rest| rest.trim().parse().ok())
-            })
-            .unwrap_or(0.0)
+        http::metric(&self.http, series)
     }
 
     /// Waits for a log line containing `needle`.

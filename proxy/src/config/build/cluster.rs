@@ -1,0 +1,311 @@
+//! The `virtualClusters` section: names, upstream, gateway, ports, limits
+//! and filters of each cluster.
+
+use std::collections::HashMap;
+
+use super::super::listeners::{Claim, Owner};
+use super::super::model::{BrokerPorts, Gateway, Limits, Upstream, VirtualCluster};
+use super::super::read::{Cx, Fields, index, integer, list, string, suggest};
+use super::super::tls::{gateway_tls, upstream_tls};
+use super::super::types::{ClusterName, Host, HostPort, Port, parse_ip};
+use super::super::yaml::{Node, Value};
+use super::duration;
+use crate::filter;
+
+const CLUSTER_KEYS: &[&str] = &["name", "upstream", "gateway", "limits", "filters"];
+const UPSTREAM_KEYS: &[&str] = &["bootstrapServers", "tls"];
+const GATEWAY_KEYS: &[&str] = &[
+    "listenHost",
+    "advertisedHost",
+    "bootstrapPort",
+    "brokerPorts",
+    "tls",
+];
+const BROKER_PORTS_KEYS: &[&str] = &["start", "count", "firstNodeId"];
+const LIMITS_KEYS: &[&str] = &["maxConnections", "maxFrameBytes", "frameTimeout"];
+
+pub(super) fn virtual_clusters(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+) -> Option<Vec<VirtualCluster>> {
+    let items = list(cx, node, path)?;
+    if items.is_empty() {
+        return cx.fail(path, node.mark, "must list at least one virtual cluster");
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut clusters = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let path = index(path, i);
+        // Duplicate names are checked on the raw text so a typo in one
+        // cluster does not hide a clash in another.
+        if let Some((name, mark)) = raw_name(item) {
+            if let Some(first) = seen.get(name) {
+                cx.error(
+                    &format!("{path}.name"),
+                    mark,
+                    format_args!("name {name:?} is already used by virtualClusters[{first}]"),
+                );
+                ok = false;
+            } else {
+                seen.insert(name, i);
+            }
+        }
+        match virtual_cluster(cx, item, &path, i) {
+            Some(c) => clusters.push(c),
+            None => ok = false,
+        }
+    }
+    ok.then_some(clusters)
+}
+
+fn raw_name(item: &Node) -> Option<(&str, super::super::yaml::Mark)> {
+    let Value::Map(entries) = &item.value else {
+        return None;
+    };
+    let entry = entries.iter().find(|e| e.key == "name")?;
+    match &entry.value.value {
+        Value::Scalar { text, .. } => Some((text, entry.value.mark)),
+        _ => None,
+    }
+}
+
+fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option<VirtualCluster> {
+    let f = Fields::of(cx, node, path, CLUSTER_KEYS)?;
+    let name = f.required(cx, "name", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        cx.ok(path, node.mark, text.parse::<ClusterName>())
+    });
+    let owner_name = raw_name(node).map(|(n, _)| n.to_owned());
+    let upstream = f.required(cx, "upstream", upstream);
+    let gateway = f.required(cx, "gateway", |cx, node, path| {
+        gateway(cx, node, path, i, &owner_name)
+    });
+    let limits = match f.optional(cx, "limits", |cx, node, path| Some(limits(cx, node, path))) {
+        Some(limits) => limits,
+        None => Some(Limits::default()),
+    };
+    let filters = match f.optional(cx, "filters", |cx, node, path| {
+        Some(filters(cx, node, path))
+    }) {
+        Some(filters) => filters,
+        None => Some(Vec::new()),
+    };
+    Some(VirtualCluster {
+        name: name?,
+        upstream: upstream?,
+        gateway: gateway?,
+        limits: limits?,
+        filters: filters?,
+    })
+}
+
+fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
+    let f = Fields::of(cx, node, path, UPSTREAM_KEYS)?;
+    let servers = f.required(cx, "bootstrapServers", |cx, node, path| {
+        let items = list(cx, node, path)?;
+        if items.is_empty() {
+            return cx.fail(path, node.mark, "must list at least one server");
+        }
+        let parsed: Vec<Option<HostPort>> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let path = index(path, i);
+                let text = string(cx, item, &path)?;
+                cx.ok(&path, item.mark, text.parse::<HostPort>())
+            })
+            .collect();
+        parsed.into_iter().collect()
+    });
+    let tls = match f.optional(cx, "tls", |cx, node, path| {
+        Some(upstream_tls(cx, node, path))
+    }) {
+        Some(tls) => Some(tls?),
+        None => None,
+    };
+    Some(Upstream {
+        bootstrap_servers: servers?,
+        tls,
+    })
+}
+
+fn gateway(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+    i: usize,
+    name: &Option<String>,
+) -> Option<Gateway> {
+    let f = Fields::of(cx, node, path, GATEWAY_KEYS)?;
+    let listen_host = match f.optional(cx, "listenHost", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        Some(cx.ok(path, node.mark, parse_ip(text)))
+    }) {
+        Some(host) => host,
+        None => Some(std::net::Ipv4Addr::UNSPECIFIED.into()),
+    };
+    let advertised_host = f.required(cx, "advertisedHost", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        cx.ok(path, node.mark, text.parse::<Host>())
+    });
+    let bootstrap_port = f.required(cx, "bootstrapPort", port);
+    let broker_ports = f.required(cx, "brokerPorts", broker_ports);
+    let tls = match f.optional(cx, "tls", |cx, node, path| {
+        Some(gateway_tls(cx, node, path))
+    }) {
+        Some(tls) => Some(tls?),
+        None => None,
+    };
+    // Claims are registered whenever the ports themselves are valid, so
+    // conflicts are reported even if something else in the cluster is not.
+    let host = listen_host?;
+    let owner = |field| Owner::Cluster {
+        index: i,
+        name: name.clone(),
+        field,
+    };
+    if let Some(p) = bootstrap_port {
+        let mark = field_mark(node, "bootstrapPort");
+        cx.claims.push(Claim {
+            host,
+            first: p.get(),
+            last: p.get(),
+            owner: owner("bootstrapPort"),
+            path: format!("{path}.bootstrapPort"),
+            mark,
+        });
+    }
+    if let Some(b) = broker_ports {
+        cx.claims.push(Claim {
+            host,
+            first: b.start.get(),
+            last: b.last_port(),
+            owner: owner("brokerPorts"),
+            path: format!("{path}.brokerPorts"),
+            mark: field_mark(node, "brokerPorts"),
+        });
+    }
+    Some(Gateway {
+        listen_host: host,
+        advertised_host: advertised_host?,
+        bootstrap_port: bootstrap_port?,
+        broker_ports: broker_ports?,
+        tls,
+    })
+}
+
+/// Where a field's value starts (the mapping's own mark if it is absent).
+fn field_mark(node: &Node, key: &str) -> super::super::yaml::Mark {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|e| e.key == key)
+            .map_or(node.mark, |e| e.value.mark),
+        _ => node.mark,
+    }
+}
+
+fn port(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Port> {
+    let n = integer(cx, node, path, i64::MIN, i64::MAX)?;
+    cx.ok(path, node.mark, Port::new(n))
+}
+
+fn broker_ports(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<BrokerPorts> {
+    let f = Fields::of(cx, node, path, BROKER_PORTS_KEYS)?;
+    let start = f.required(cx, "start", port);
+    let count = f.required(cx, "count", |cx, node, path| {
+        integer(cx, node, path, 1, 65535).map(|n| n as u16)
+    });
+    let first_node_id = f
+        .optional(cx, "firstNodeId", |cx, node, path| {
+            integer(cx, node, path, 0, i64::from(i32::MAX)).map(|n| n as i32)
+        })
+        .unwrap_or(0);
+    let (start, count) = (start?, count?);
+    let last = u32::from(start.get()) + u32::from(count) - 1;
+    if last > 65535 {
+        return cx.fail(
+            path,
+            f.mark(),
+            format_args!("ports {start}-{last} extend past 65535"),
+        );
+    }
+    Some(BrokerPorts {
+        start,
+        count,
+        first_node_id,
+    })
+}
+
+fn limits(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Limits> {
+    let f = Fields::of(cx, node, path, LIMITS_KEYS)?;
+    let defaults = Limits::default();
+    let max_connections = f.optional(cx, "maxConnections", |cx, node, path| {
+        integer(cx, node, path, 1, 1_000_000).map(|n| n as u32)
+    });
+    let max_frame_bytes = f.optional(cx, "maxFrameBytes", |cx, node, path| {
+        integer(cx, node, path, 1024, i64::from(i32::MAX)).map(|n| n as u32)
+    });
+    let frame_timeout = f.optional(cx, "frameTimeout", |cx, node, path| {
+        let d = duration(cx, node, path)?;
+        if d.is_zero() {
+            return cx.fail(path, node.mark, "must be longer than 0s");
+        }
+        Some(d)
+    });
+    let bad = (max_connections.is_none() && f.has("maxConnections"))
+        || (max_frame_bytes.is_none() && f.has("maxFrameBytes"))
+        || (frame_timeout.is_none() && f.has("frameTimeout"));
+    (!bad).then(|| Limits {
+        max_connections: max_connections.unwrap_or(defaults.max_connections),
+        max_frame_bytes: max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
+        frame_timeout: frame_timeout.unwrap_or(defaults.frame_timeout),
+    })
+}
+
+fn filters(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Vec<filter::FilterSpec>> {
+    let items = list(cx, node, path)?;
+    let built: Vec<Option<filter::FilterSpec>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| filter_spec(cx, item, &index(path, i)))
+        .collect();
+    built.into_iter().collect()
+}
+
+fn filter_spec(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<filter::FilterSpec> {
+    let f = Fields::of(cx, node, path, &["type", "config"])?;
+    let kind = f.required(cx, "type", |cx, node, path| {
+        let name = string(cx, node, path)?;
+        match filter::kind(name) {
+            Some(kind) => Some(kind),
+            None => {
+                let known = filter::names();
+                let message = match suggest(name, &known) {
+                    Some(close) => format!("unknown filter type {name:?}, did you mean {close:?}?"),
+                    None => format!(
+                        "unknown filter type {name:?}, known types: {}",
+                        known.join(", ")
+                    ),
+                };
+                cx.fail(path, node.mark, message)
+            }
+        }
+    })?;
+    let config = node_field(node, "config");
+    let config_path = format!("{path}.config");
+    kind.build(cx, config, &config_path, f.mark())
+}
+
+fn node_field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| &e.value)
+            .filter(|n| n.value != Value::Null),
+        _ => None,
+    }
+}
