@@ -4,8 +4,8 @@
 //! - `config`: the configuration endpoints
 //! - `auth`: who may call the mutating ones
 //! - [`error`]: the JSON error type
+//! - `serve`: connections with header and body read timeouts
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,6 +22,7 @@ use crate::engine::Engine;
 mod auth;
 mod config;
 pub mod error;
+mod serve;
 
 /// Largest request body: a configuration at its size limit, with room for
 /// the validator to report the excess itself.
@@ -36,8 +37,8 @@ pub struct AppState {
     pub persist: Option<PathBuf>,
 }
 
-/// The admin API's routes. Serve with `into_make_service_with_connect_info::<SocketAddr>()`:
-/// mutating endpoints look at the caller's address.
+/// The admin API's routes. Mutating endpoints look at the caller's address,
+/// a `ConnectInfo<SocketAddr>` request extension ([`serve`] adds it).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/admin/config/validate", post(config::validate))
@@ -53,16 +54,16 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves the router on a bound listener until `shutdown` completes.
+/// Serves the router on a bound listener until `shutdown` completes; a
+/// request's headers must arrive within `read_timeout` (its body within
+/// three times that).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    read_timeout: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    serve::serve(listener, router(state), read_timeout, shutdown).await;
 }
 
 async fn health() -> Json<serde_json::Value> {

@@ -77,6 +77,11 @@ pub struct RunArgs {
     /// restart starts from it. Does nothing on a read-only filesystem.
     #[arg(long, env = "SLUICE_PERSIST")]
     pub persist: bool,
+    /// How long a caller of the admin API may take to send a request's
+    /// headers (its body may take three times as long); a stalled caller is
+    /// disconnected. Written like durations in the configuration: 10s, 500ms.
+    #[arg(long, default_value = "10s", value_parser = crate::config::types::parse_duration, env = "SLUICE_ADMIN_READ_TIMEOUT")]
+    pub admin_read_timeout: std::time::Duration,
     /// Log format: `text` for people, `json` (one object per line) for log
     /// pipelines. The level comes from SLUICE_LOG (e.g. `info`,
     /// `sluice_proxy=debug`), default `info`.

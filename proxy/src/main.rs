@@ -37,6 +37,7 @@ fn run(args: RunArgs) -> ExitCode {
     let result = runtime.block_on(server::run(RunOptions {
         config: args.config,
         persist: args.persist,
+        admin_read_timeout: args.admin_read_timeout,
     }));
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,6 +22,8 @@ pub struct RunOptions {
     pub config: PathBuf,
     /// Write each configuration applied through the API back to `config`.
     pub persist: bool,
+    /// How long an admin API caller may take to send a request's headers.
+    pub admin_read_timeout: std::time::Duration,
 }
 
 /// Why the proxy could not run.
@@ -95,7 +97,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         state,
-        stop_admin.clone().cancelled_owned(),
+        options.admin_read_timeout,
+        stop_admin.clone(),
     ));
     tracing::info!(admin = %admin_addr, "sluice-proxy ready");
 
@@ -109,10 +112,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     tracing::info!(drain_timeout = ?engine.config().config.drain_timeout, "stopping: not ready, draining every cluster");
     engine.shutdown().await;
     stop_admin.cancel();
-    match admin_task.await {
-        Ok(Err(e)) => tracing::error!(error = %e, "admin server failed"),
-        Err(e) => tracing::error!(error = %e, "admin server task failed"),
-        Ok(Ok(())) => {}
+    if let Err(e) = admin_task.await {
+        tracing::error!(error = %e, "admin server task failed");
     }
     tracing::info!("stopped");
     Ok(())

@@ -21,6 +21,9 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
         BytesRejection::FailedToBufferBody(inner) if inner.to_string().contains("length limit") => {
             ApiError::TooLarge(MAX_BODY_BYTES - 1)
         }
+        BytesRejection::FailedToBufferBody(inner) if inner.to_string().contains("timeout") => {
+            ApiError::SlowBody
+        }
         other => ApiError::BadBody(other.body_text()),
     })
 }

@@ -17,6 +17,9 @@ pub enum ApiError {
     /// The body is larger than a configuration may be.
     #[error("request body is larger than {0} bytes")]
     TooLarge(usize),
+    /// The body did not arrive within the read timeout.
+    #[error("the request body did not arrive in time")]
+    SlowBody,
     /// The body could not be read.
     #[error("cannot read the request body: {0}")]
     BadBody(String),
@@ -31,6 +34,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::SlowBody => StatusCode::REQUEST_TIMEOUT,
             ApiError::BadBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
