@@ -59,22 +59,7 @@ impl Conn {
         version: i16,
         request: &Req,
     ) -> Resp {
-        let correlation_id = self.next;
-        self.next += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = api as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation_id;
-        header.client_id = Some(StrBytes::from_static_str("sluice-test"));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, api.request_header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
-        let mut frame = BytesMut::new();
-        frame.put_i32(body.len() as i32);
-        frame.put_slice(&body);
-        self.stream.write_all(&frame).expect("send request");
+        let correlation_id = self.send(api, version, request);
         let mut len = [0u8; 4];
         self.stream
             .read_exact(&mut len)

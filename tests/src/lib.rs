@@ -9,6 +9,7 @@
 //! - [`proxy`]: a `sluice-proxy run` process
 //! - [`python`]: the Python Kafka clients in `tests/clients`
 //! - [`certs`]: certificates made per test run
+//! - [`config`]: proxy configurations for tests
 //! - [`http`]: a tiny HTTP client for the admin API
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
@@ -19,6 +20,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod certs;
+pub mod config;
 pub mod http;
 pub mod kafka;
 pub mod manifests;

@@ -7,24 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::config::{tansu_cluster as cluster, with_drain as config};
+use sluice_tests::peers::Tansu;
 use sluice_tests::ports::ports;
 use sluice_tests::proxy::Proxy;
 use sluice_tests::python::Steady;
-
-fn cluster(name: &str, upstream: &str, port: u16, extra: &str) -> String {
-    format!(
-        "  - name: {name}\n    upstream: {{ bootstrapServers: [\"{upstream}\"] }}\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {port}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{extra}",
-        port + 1
-    )
-}
-
-fn config(drain: &str, clusters: &[String]) -> String {
-    format!(
-        "admin: {{ listen: \"{{admin}}\" }}\ndrainTimeout: {drain}\nvirtualClusters:\n{}",
-        clusters.concat()
-    )
-}
 
 fn names(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
