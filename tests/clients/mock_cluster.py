@@ -5,7 +5,8 @@ usage: mock_cluster.py BROKERS [TOPIC:PARTITIONS ...]
 Uses the mock-cluster C API of the librdkafka bundled in the confluent-kafka
 wheel through ctypes (the Python package has no binding for it). Prints
 `BOOTSTRAP host:port,...` once ready, then serves until SIGTERM or until its
-parent test goes away (stdin closes).
+parent test goes away (stdin closes). Commands on stdin, one per line:
+`down N` / `up N` take broker N down or bring it back (printing `OK down N`).
 """
 import ctypes
 import glob
@@ -30,6 +31,8 @@ lib.rd_kafka_mock_cluster_bootstraps.argtypes = [vp]
 lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
 lib.rd_kafka_mock_topic_create.argtypes = [vp, cp, ctypes.c_int, ctypes.c_int]
 lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [vp, ctypes.c_int32]
+lib.rd_kafka_mock_broker_set_down.argtypes = [vp, ctypes.c_int32]
+lib.rd_kafka_mock_broker_set_up.argtypes = [vp, ctypes.c_int32]
 lib.rd_kafka_mock_cluster_destroy.argtypes = [vp]
 lib.rd_kafka_destroy.argtypes = [vp]
 
@@ -54,7 +57,19 @@ print("BOOTSTRAP", lib.rd_kafka_mock_cluster_bootstraps(mc).decode(), flush=True
 done = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: done.set())
 signal.signal(signal.SIGINT, lambda *_: done.set())
-threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+
+
+def commands():
+    for line in sys.stdin:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("down", "up"):
+            fn = lib.rd_kafka_mock_broker_set_down if parts[0] == "down" else lib.rd_kafka_mock_broker_set_up
+            fn(mc, int(parts[1]))
+            print("OK", parts[0], parts[1], flush=True)
+    done.set()
+
+
+threading.Thread(target=commands, daemon=True).start()
 done.wait()
 lib.rd_kafka_mock_cluster_destroy(mc)
 lib.rd_kafka_destroy(rk)

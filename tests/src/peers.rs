@@ -104,6 +104,15 @@ impl MockCluster {
         MockCluster { brokers, proc }
     }
 
+    /// Takes broker `node` down (`up = false`) or brings it back, waiting
+    /// for the mock to confirm.
+    pub fn set_broker(&mut self, node: u32, up: bool) {
+        let word = if up { "up" } else { "down" };
+        self.proc.send_line(&format!("{word} {node}"));
+        self.proc
+            .wait_for_line(&format!("OK {word} {node}"), Duration::from_secs(10));
+    }
+
     /// The mock process's PID.
     pub fn pid(&self) -> u32 {
         self.proc.pid()

@@ -20,7 +20,7 @@ struct Output {
 pub struct Proc {
     name: String,
     child: Child,
-    _stdin: Option<std::process::ChildStdin>,
+    stdin_pipe: Option<std::process::ChildStdin>,
     output: Arc<Output>,
 }
 
@@ -47,7 +47,7 @@ impl Proc {
         Proc {
             name: name.to_owned(),
             child,
-            _stdin: stdin,
+            stdin_pipe: stdin,
             output,
         }
     }
@@ -96,6 +96,14 @@ impl Proc {
                 );
             }
         }
+    }
+
+    /// Writes a line to the child's stdin.
+    pub fn send_line(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin_pipe.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write to the child");
+        stdin.flush().expect("flush");
     }
 
     /// Everything printed so far.
