@@ -342,3 +342,28 @@ fn malformed_responses_are_errors_not_panics() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+#[test]
+fn thousands_of_brokers_are_rewritten_or_dropped_without_trouble() {
+    let mut nodes: Vec<(i32, String, i32)> = (0..5000)
+        .map(|i| (i, format!("kafka-{i}.upstream"), 9092))
+        .collect();
+    nodes.push((i32::MAX, "max.upstream".into(), 1));
+    nodes.push((-7, "negative.upstream".into(), 1));
+    let refs: Vec<(i32, &str, i32)> = nodes.iter().map(|(i, h, p)| (*i, h.as_str(), *p)).collect();
+    let input = frame(ApiKey::Metadata, 12, &metadata(12, &refs));
+    let out = rewrite_response(&input, &req(ApiKey::Metadata, 12), &advertised()).unwrap();
+    // Only nodes 1 and 2 have proxy ports; the other 5,000 are dropped and reported.
+    assert_eq!(out.unmapped.len(), 5000);
+    assert_eq!(out.learned.len(), 5002);
+    assert_no_upstream(&out.frame, "5,000 brokers");
+    let golden = frame(
+        ApiKey::Metadata,
+        12,
+        &metadata(
+            12,
+            &[(1, "proxy.example", 19093), (2, "proxy.example", 19094)],
+        ),
+    );
+    assert_eq!(out.frame, golden);
+}

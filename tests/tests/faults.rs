@@ -136,3 +136,23 @@ fn a_watched_directory_removed_and_recreated_is_picked_up_again() {
     proxy.wait_for_version(&version(&later), SECONDS_30);
     proxy.assert_clean_logs();
 }
+
+#[test]
+fn an_inotify_queue_overflow_still_ends_on_the_newest_content() {
+    let p = ports(2);
+    let proxy = Proxy::start(&reloadable("{admin}", p, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proxy.yaml");
+    std::fs::write(&file, proxy.render(&reloadable("{admin}", p, 0))).unwrap();
+    let _watcher = Watcher::start(&file, &proxy.admin, &["--stagger", "0s", "--jitter", "0s"]);
+    // More events than inotify queues by default (16,384), then the change.
+    let noise = dir.path().join("noise");
+    std::fs::create_dir(&noise).unwrap();
+    for i in 0..20_000 {
+        std::fs::write(dir.path().join(format!("n{i}")), b"").unwrap();
+    }
+    let next = proxy.render(&reloadable("{admin}", p, 5));
+    std::fs::write(&file, &next).unwrap();
+    proxy.wait_for_version(&version(&next), SECONDS_30);
+    proxy.assert_clean_logs();
+}
