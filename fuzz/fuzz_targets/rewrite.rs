@@ -1,0 +1,36 @@
+//! Response rewriting, ApiVersions capping and deny responses: the first
+//! bytes choose the API and version, the rest is the frame body.
+#![no_main]
+
+use bytes::{BufMut, Bytes, BytesMut};
+use libfuzzer_sys::fuzz_target;
+use sluice_proxy::config::model::BrokerPorts;
+use sluice_proxy::config::types::Port;
+use sluice_proxy::kafka::deny::{DENIABLE_APIS, deny_response};
+use sluice_proxy::kafka::frame::RequestHeader;
+use sluice_proxy::kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
+use sluice_proxy::kafka::versions::cap_api_versions;
+
+fuzz_target!(|data: &[u8]| {
+    let [pick, version, body @ ..] = data else { return };
+    let mut frame = BytesMut::new();
+    frame.put_i32(body.len() as i32);
+    frame.put_slice(body);
+    let frame: Bytes = frame.freeze();
+    let version = i16::from(*version % 20);
+    let to = Advertised::new(
+        "proxy.local",
+        BrokerPorts { start: Port::new(19093).unwrap(), count: 3, first_node_id: 0 },
+    );
+    let api = REWRITTEN_APIS[usize::from(*pick) % REWRITTEN_APIS.len()] as i16;
+    let header = RequestHeader { api_key: api, api_version: version, correlation_id: 1 };
+    if rewrites(api, version) {
+        if let Ok(out) = rewrite_response(&frame, &header, &to) {
+            // The output must itself be a response the proxy can read again.
+            assert!(rewrite_response(&out.frame, &header, &to).is_ok());
+        }
+    }
+    let _ = cap_api_versions(&frame, version, &|k| k % 2 == 0);
+    let deny = DENIABLE_APIS[usize::from(*pick) % DENIABLE_APIS.len()] as i16;
+    let _ = deny_response(&frame, &RequestHeader { api_key: deny, api_version: version, correlation_id: 1 }, 44);
+});
