@@ -95,8 +95,8 @@ fn three_brokers_modern_and_old_clients_round_trip_through_the_proxy() {
 
     // Partitions are led by all three nodes, so the client reaches all three
     // through their broker ports, and only the proxy reaches the brokers.
-    let holding = python::roundtrip_holding(&[&bootstrap, "orders", "10", "holder"]);
-    assert_eq!(holding.report["acked"], 10, "{}", holding.report);
+    let holding = python::roundtrip_holding(&[&bootstrap, "orders", "120", "holder"]);
+    assert_eq!(holding.report["acked"], 120, "{}", holding.report);
     assert_only_the_proxy_reaches(
         &mock.ports(),
         proxy.pid(),
@@ -194,7 +194,15 @@ fn tansu_round_trip_and_no_client_connection_bypasses_the_proxy() {
 /// broker has one, and the client is connected to proxy ports only.
 fn assert_only_the_proxy_reaches(upstream: &[u16], proxy: u32, client: u32, proxy_ports: &[u16]) {
     for port in upstream {
-        let owners = sockets::owners_of_connections_to(*port);
+        // The client may still be opening its connection to this broker.
+        let mut owners = sockets::owners_of_connections_to(*port);
+        for _ in 0..50 {
+            if !owners.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            owners = sockets::owners_of_connections_to(*port);
+        }
         assert!(
             !owners.is_empty(),
             "nothing connected to upstream port {port}"
