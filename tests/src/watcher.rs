@@ -9,6 +9,45 @@ use crate::http::{self, Response};
 use crate::ports::port;
 use crate::process::Proc;
 
+/// A swap while the proxy is down: the proxy is stopped with `signal`, the
+/// file changes, the watcher retries, and once the proxy is back (with its
+/// old configuration, on the same address) the watcher applies the new one.
+pub fn swap_while_the_proxy_is_down(signal: &str) {
+    use crate::config::{version, watched};
+    use crate::ports::ports;
+    use crate::proxy::{Options, Proxy};
+    use crate::volume::Volume;
+    let wait = Duration::from_secs(30);
+    let (p, admin_port) = (ports(2), ports(1));
+    let admin = format!("127.0.0.1:{admin_port}");
+    let options = Options {
+        admin_port: Some(admin_port),
+        ..Options::default()
+    };
+    let first = watched(&admin, p, 0);
+    let mut proxy = Proxy::launch(tempfile::tempdir().expect("dir"), &first, &options);
+    let dir = tempfile::tempdir().expect("dir");
+    let mut volume = Volume::create(dir.path(), "proxy.yaml", first.as_bytes());
+    let mut watcher = Watcher::start(
+        &volume.path(),
+        &admin,
+        &["--stagger", "0s", "--jitter", "0s"],
+    );
+    proxy.process().signal(signal);
+    assert!(
+        proxy.process().wait_exit(wait).is_some(),
+        "the proxy did not stop on SIG{signal}"
+    );
+    drop(proxy);
+    let next = watched(&admin, p, 1);
+    volume.swap(next.as_bytes());
+    watcher.wait_for_log("proxy call failed; retrying", wait);
+    let proxy = Proxy::launch(tempfile::tempdir().expect("dir"), &first, &options);
+    proxy.wait_for_version(&version(&next), wait);
+    assert!(watcher.metric("sluice_watcher_retries_total") >= 1.0);
+    proxy.assert_clean_logs();
+}
+
 /// A running watcher.
 #[derive(Debug)]
 pub struct Watcher {

@@ -4,26 +4,15 @@
 
 use std::time::Duration;
 
+use sluice_tests::config::{version, watched as reloadable};
 use sluice_tests::peers::MockCluster;
 use sluice_tests::ports::ports;
-use sluice_tests::proxy::{Options, Proxy};
+use sluice_tests::proxy::Proxy;
 use sluice_tests::python::Steady;
 use sluice_tests::volume::Volume;
-use sluice_tests::watcher::Watcher;
+use sluice_tests::watcher::{self, Watcher};
 
 const SECONDS_30: Duration = Duration::from_secs(30);
-
-fn reloadable(admin: &str, port: u16, n: u32) -> String {
-    format!(
-        "admin: {{ listen: \"{admin}\" }}\ndrainTimeout: 1s\nvirtualClusters:\n  - name: f\n    upstream: {{ bootstrapServers: [\"127.0.0.1:9\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n    limits: {{ maxConnections: {} }}\n",
-        port + 1,
-        1000 + n
-    )
-}
-
-fn version(text: &str) -> String {
-    sluice_proxy::config::ConfigVersion::of(text.as_bytes()).to_string()
-}
 
 #[test]
 fn a_broker_down_and_back_mid_stream_loses_nothing_and_the_proxy_stays_up() {
@@ -54,30 +43,7 @@ fn a_broker_down_and_back_mid_stream_loses_nothing_and_the_proxy_stays_up() {
 
 #[test]
 fn a_proxy_killed_while_the_watcher_retries_gets_the_pending_version_when_back() {
-    let (p, admin_port) = (ports(2), ports(1));
-    let admin = format!("127.0.0.1:{admin_port}");
-    let options = Options {
-        admin_port: Some(admin_port),
-        ..Options::default()
-    };
-    let first = reloadable(&admin, p, 0);
-    let mut proxy = Proxy::launch(tempfile::tempdir().unwrap(), &first, &options);
-    let dir = tempfile::tempdir().unwrap();
-    let mut volume = Volume::create(dir.path(), "proxy.yaml", first.as_bytes());
-    let mut watcher = Watcher::start(
-        &volume.path(),
-        &admin,
-        &["--stagger", "0s", "--jitter", "0s"],
-    );
-    proxy.process().signal("KILL");
-    assert!(proxy.process().wait_exit(SECONDS_30).is_some());
-    drop(proxy);
-    let next = reloadable(&admin, p, 1);
-    volume.swap(next.as_bytes());
-    watcher.wait_for_log("proxy call failed; retrying", SECONDS_30);
-    let proxy = Proxy::launch(tempfile::tempdir().unwrap(), &first, &options);
-    proxy.wait_for_version(&version(&next), SECONDS_30);
-    proxy.assert_clean_logs();
+    watcher::swap_while_the_proxy_is_down("KILL");
 }
 
 #[test]

@@ -6,25 +6,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use sluice_tests::config::{version, watched as config};
 use sluice_tests::ports::ports;
-use sluice_tests::proxy::{Options, Proxy};
+use sluice_tests::proxy::Proxy;
 use sluice_tests::volume::Volume;
-use sluice_tests::watcher::Watcher;
+use sluice_tests::watcher::{self, Watcher};
 
 const SECONDS_30: Duration = Duration::from_secs(30);
-
-/// A valid configuration; `n` makes each one distinct.
-fn config(admin: &str, port: u16, n: u32) -> String {
-    format!(
-        "admin: {{ listen: \"{admin}\" }}\ndrainTimeout: 1s\nvirtualClusters:\n  - name: watched\n    upstream: {{ bootstrapServers: [\"127.0.0.1:9\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n    limits: {{ maxConnections: {} }}\n",
-        port + 1,
-        1000 + n
-    )
-}
-
-fn version(bytes: &str) -> String {
-    sluice_proxy::config::ConfigVersion::of(bytes.as_bytes()).to_string()
-}
 
 /// Versions the proxy logged as reloaded, with how often each was.
 fn reloaded_versions(proxy: &Proxy) -> HashMap<String, usize> {
@@ -125,34 +113,7 @@ fn an_invalid_swap_is_never_reloaded_and_the_next_valid_one_applies() {
 
 #[test]
 fn a_swap_while_the_proxy_is_down_applies_once_it_is_back() {
-    let (p, admin_port) = (ports(2), ports(1));
-    let admin = format!("127.0.0.1:{admin_port}");
-    let options = Options {
-        admin_port: Some(admin_port),
-        ..Options::default()
-    };
-    let first = config(&admin, p, 0);
-    let mut proxy = Proxy::launch(tempfile::tempdir().unwrap(), &first, &options);
-    let dir = tempfile::tempdir().unwrap();
-    let mut volume = Volume::create(dir.path(), "proxy.yaml", first.as_bytes());
-    let mut watcher = Watcher::start(
-        &volume.path(),
-        &admin,
-        &["--stagger", "0s", "--jitter", "0s"],
-    );
-
-    proxy.process().signal("TERM");
-    assert!(proxy.process().wait_exit(SECONDS_30).is_some());
-    drop(proxy);
-    let next = config(&admin, p, 1);
-    volume.swap(next.as_bytes());
-    watcher.wait_for_log("proxy call failed; retrying", SECONDS_30);
-
-    // The proxy comes back with its old configuration; the watcher catches up.
-    let proxy = Proxy::launch(tempfile::tempdir().unwrap(), &first, &options);
-    proxy.wait_for_version(&version(&next), SECONDS_30);
-    assert!(watcher.metric("sluice_watcher_retries_total") >= 1.0);
-    proxy.assert_clean_logs();
+    watcher::swap_while_the_proxy_is_down("TERM");
 }
 
 #[test]
