@@ -10,6 +10,7 @@ pub mod deny;
 pub mod frame;
 pub mod rewrite;
 pub mod versions;
+pub mod wire;
 
 use std::sync::OnceLock;
 

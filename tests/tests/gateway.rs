@@ -236,3 +236,61 @@ fn hostile_byte_streams_close_only_their_own_connection() {
     assert_eq!(closed("frame_timeout"), 1.0);
     proxy.assert_clean_logs();
 }
+
+/// A request frame: length, header (api key, version, correlation id 1, no
+/// client id, and the empty tag section of flexible header versions), body.
+fn raw_request(api: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&(api as i16).to_be_bytes());
+    frame.extend_from_slice(&version.to_be_bytes());
+    frame.extend_from_slice(&1i32.to_be_bytes());
+    frame.extend_from_slice(&(-1i16).to_be_bytes());
+    if api.request_header_version(version) >= 2 {
+        frame.push(0);
+    }
+    frame.extend_from_slice(body);
+    let mut out = (frame.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&frame);
+    out
+}
+
+/// The fuzzer's first finding, on the path a client controls: kafka-protocol
+/// reserves memory for an array's declared length before reading it, so a
+/// denied request declaring 1.4 billion topics used to abort the proxy.
+#[test]
+fn a_denied_request_declaring_a_huge_array_closes_only_its_connection() {
+    let filters = "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics, CreateTopics] }\n";
+    let (_tansu, mut proxy, base) = tansu_proxy(filters);
+    proxy.allow("connection closed on protocol error");
+    let addr = format!("127.0.0.1:{base}");
+    let mut healthy = Conn::connect(&addr);
+    assert_eq!(metadata(&mut healthy).brokers.len(), 1);
+
+    let hostile = [
+        // CreateTopics v2 (classic): 0x54545454 topics, then nothing.
+        raw_request(ApiKey::CreateTopics, 2, &[0x54, 0x54, 0x54, 0x54, 0, 0]),
+        // DeleteTopics v4 (compact): 2^32 - 2 topic names.
+        raw_request(ApiKey::DeleteTopics, 4, &[0xff, 0xff, 0xff, 0xff, 0x0f, 0]),
+    ];
+    for bytes in hostile {
+        let mut c = Conn::connect(&addr);
+        c.stream.write_all(&bytes).unwrap();
+        assert!(
+            c.closed_within(Duration::from_secs(5)),
+            "connection left open"
+        );
+    }
+    assert_eq!(metadata(&mut healthy).brokers.len(), 1);
+    assert_eq!(
+        proxy.metric(
+            "sluice_connections_closed_on_error_total{cluster=\"edge\",reason=\"malformed\"}"
+        ),
+        2.0
+    );
+    let log = proxy.wait_for_log("an array of 1414812756 elements", Duration::from_secs(5));
+    assert!(
+        log.contains("malformed CreateTopics v2 request: CreateTopicsRequest.topics"),
+        "{log}"
+    );
+    proxy.assert_clean_logs();
+}

@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 
 use super::cluster::{ClusterRuntime, NodeAddr};
 use crate::kafka::rewrite::Learned;
+use crate::kafka::wire::{self, Checked};
 
 /// How long connecting (TCP and TLS) to a broker may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -186,7 +187,7 @@ async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, Upstrea
 }
 
 /// Sends one request and reads its response.
-async fn call<Req: Encodable, Resp: Decodable>(
+async fn call<Req: Encodable, Resp: Checked>(
     io: &mut BoxIo,
     api: ApiKey,
     version: i16,
@@ -224,6 +225,7 @@ async fn call<Req: Encodable, Resp: Decodable>(
     if response_header.correlation_id != correlation_id {
         return Err("response does not match the request".into());
     }
+    wire::check(Resp::SCHEMA, version, &buf).map_err(|e| e.to_string())?;
     let response = Resp::decode(&mut buf, version).map_err(|e| e.to_string())?;
     if buf.has_remaining() {
         return Err("trailing bytes after the response".into());

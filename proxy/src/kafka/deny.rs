@@ -15,8 +15,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
-use super::frame::RequestHeader;
-use super::rewrite::{RewriteError, decode, encode, with_header};
+use super::frame::{FrameError, RequestHeader};
+use super::rewrite::{decode, encode, with_header};
 
 /// APIs the proxy can answer with an error itself.
 pub const DENIABLE_APIS: &[ApiKey] = &[
@@ -39,10 +39,13 @@ pub fn deny_response(
     frame: &Bytes,
     request: &RequestHeader,
     error_code: i16,
-) -> Result<Bytes, RewriteError> {
+) -> Result<Bytes, FrameError> {
     let version = request.api_version;
-    let fail = |reason: String| RewriteError {
-        api: format!("api key {}", request.api_key),
+    let fail = |reason: String| FrameError::BadRequest {
+        api: ApiKey::try_from(request.api_key).map_or_else(
+            |()| format!("api key {}", request.api_key),
+            |a| format!("{a:?}"),
+        ),
         version,
         reason,
     };

@@ -21,6 +21,16 @@ pub enum FrameError {
     /// A header field could not be read.
     #[error("malformed {0} header")]
     BadHeader(&'static str),
+    /// A request the proxy answers itself could not be decoded.
+    #[error("malformed {api} v{version} request: {reason}")]
+    BadRequest {
+        /// The API's name.
+        api: String,
+        /// Its version.
+        version: i16,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// Smallest request: api key, version and correlation id.

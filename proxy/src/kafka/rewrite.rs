@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::frame::RequestHeader;
+use super::wire::{self, Checked};
 use crate::config::model::BrokerPorts;
 
 /// Kafka's COORDINATOR_NOT_AVAILABLE: the client looks the coordinator up again.
@@ -313,8 +314,11 @@ pub fn rewrite_response(
 pub const MAX_TRAILING_BYTES: usize = 16;
 
 /// Decodes a message body, leaving at most [`MAX_TRAILING_BYTES`] in `buf`
-/// for the caller to pass on.
-pub(crate) fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
+/// for the caller to pass on. The body is checked against its layout first,
+/// so that no declared length makes the crate reserve memory the message
+/// does not back (see [`wire`](super::wire)).
+pub(crate) fn decode<T: Checked>(buf: &mut Bytes, version: i16) -> Result<T, String> {
+    wire::check(T::SCHEMA, version, buf).map_err(|e| e.to_string())?;
     let value = T::decode(buf, version).map_err(|e| e.to_string())?;
     if buf.len() > MAX_TRAILING_BYTES {
         return Err(format!("{} bytes left over after the message", buf.len()));

@@ -1,0 +1,299 @@
+//! Checks a message against its wire layout before kafka-protocol decodes it.
+//!
+//! kafka-protocol 0.18 reserves memory for the length an array declares
+//! before it reads a single element: ten bytes that declare 1.4 billion
+//! brokers make it ask for about 150 GB, and a failed allocation aborts the
+//! process. The proxy decodes requests from clients (`deny-apis`) and
+//! responses from brokers, so a declared length has to be backed by bytes
+//! before the crate sees it.
+//!
+//! [`check`] walks a message by its layout ([`schemas`], generated from the
+//! crate's own decoders by `scripts/gen-wire-schemas`) and walks every element
+//! of every array, so when the walk succeeds, what the crate allocates is what
+//! the message really holds, and the walk costs one pass over the bytes
+//! without allocating. The walk is strict wherever the crate would reserve
+//! memory, and lenient where leniency cannot cost any (a null where the
+//! layout allows none, text that is not UTF-8): the crate rejects those
+//! itself, with an error rather than an abort.
+
+#[rustfmt::skip]
+mod schemas;
+
+#[cfg(any(test, fuzzing))]
+pub mod arbitrary;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use kafka_protocol::protocol::Decodable;
+
+/// The highest version; "from version N on" is `(N, MAX)`.
+pub(crate) const MAX: i16 = i16::MAX;
+
+/// How a field is encoded.
+#[derive(Debug)]
+pub(crate) enum Ty {
+    /// A fixed number of bytes: integers, booleans, UUIDs, floats.
+    Fixed(usize),
+    /// A string; compact (unsigned varint length + 1) in flexible versions.
+    String,
+    /// Bytes; compact in flexible versions.
+    Bytes,
+    /// An array; compact in flexible versions.
+    Array(&'static Ty),
+    /// A nested structure, at the same version.
+    Struct(&'static Schema),
+}
+
+/// A field and the versions that have it.
+#[derive(Debug)]
+pub(crate) struct Field {
+    name: &'static str,
+    versions: (i16, i16),
+    ty: Ty,
+}
+
+/// A tagged field the crate decodes (others are skipped by their size).
+#[derive(Debug)]
+pub(crate) struct Tagged {
+    tag: u32,
+    name: &'static str,
+    versions: (i16, i16),
+    ty: Ty,
+}
+
+/// The layout of one message or nested structure.
+#[derive(Debug)]
+pub(crate) struct Schema {
+    name: &'static str,
+    versions: (i16, i16),
+    /// The first flexible version (compact encodings, tagged fields).
+    flexible: i16,
+    fields: &'static [Field],
+    tagged: &'static [Tagged],
+}
+
+pub(crate) const fn field(name: &'static str, from: i16, to: i16, ty: Ty) -> Field {
+    Field {
+        name,
+        versions: (from, to),
+        ty,
+    }
+}
+
+pub(crate) const fn tagged(tag: u32, name: &'static str, from: i16, to: i16, ty: Ty) -> Tagged {
+    Tagged {
+        tag,
+        name,
+        versions: (from, to),
+        ty,
+    }
+}
+
+/// A message type whose layout is known.
+pub(crate) trait Checked: Decodable {
+    /// Its layout.
+    const SCHEMA: &'static Schema;
+}
+
+/// Why a message does not match its layout: where, and what.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Malformed {
+    path: Vec<&'static str>,
+    reason: String,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for part in self.path.iter().rev() {
+            if !first {
+                f.write_str(".")?;
+            }
+            f.write_str(part)?;
+            first = false;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// Walks `bytes` as a `schema` message at `version`; returns how many bytes
+/// the message takes.
+pub(crate) fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {
+    let mut walk = Walk { bytes, at: 0 };
+    walk.schema(schema, version).map_err(|mut e| {
+        e.path.push(schema.name);
+        e
+    })?;
+    Ok(walk.at)
+}
+
+/// A position in the bytes of one message.
+struct Walk<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+type Step = Result<(), Malformed>;
+
+fn malformed(reason: String) -> Malformed {
+    Malformed {
+        path: Vec::new(),
+        reason,
+    }
+}
+
+fn within(versions: (i16, i16), version: i16) -> bool {
+    versions.0 <= version && version <= versions.1
+}
+
+impl Walk<'_> {
+    fn left(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], Malformed> {
+        if n > self.left() {
+            return Err(malformed(format!("{n} bytes needed, {} left", self.left())));
+        }
+        let taken = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(taken)
+    }
+
+    /// A big-endian signed integer `width` bytes wide (at most 8).
+    fn int(&mut self, width: usize) -> Result<i64, Malformed> {
+        let bytes = self.take(width)?;
+        let unsigned = bytes.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b));
+        let shift = 64 - 8 * width as u32;
+        Ok(((unsigned << shift) as i64) >> shift)
+    }
+
+    /// An unsigned varint, read as kafka-protocol reads it: at most five
+    /// bytes, extra high bits dropped.
+    fn uvarint(&mut self) -> Result<u32, Malformed> {
+        let mut value: u32 = 0;
+        for i in 0..5 {
+            let b = u32::from(self.take(1)?[0]);
+            value |= (b & 0x7f) << (i * 7);
+            if b < 0x80 {
+                break;
+            }
+        }
+        Ok(value)
+    }
+
+    /// A length prefix: `None` for null.
+    fn length(&mut self, compact: bool, width: usize) -> Result<Option<usize>, Malformed> {
+        if compact {
+            return Ok(match self.uvarint()? {
+                0 => None,
+                n => Some(n as usize - 1),
+            });
+        }
+        match self.int(width)? {
+            -1 => Ok(None),
+            n if n < 0 => Err(malformed(format!("negative length {n}"))),
+            n => Ok(Some(n as usize)),
+        }
+    }
+
+    fn schema(&mut self, schema: &Schema, version: i16) -> Step {
+        if !within(schema.versions, version) {
+            return Err(malformed(format!("version {version} is not supported")));
+        }
+        let flexible = version >= schema.flexible;
+        for field in schema.fields {
+            if within(field.versions, version) {
+                self.ty(&field.ty, version, flexible).map_err(|mut e| {
+                    e.path.push(field.name);
+                    e
+                })?;
+            }
+        }
+        if flexible {
+            self.tagged(schema, version)?;
+        }
+        Ok(())
+    }
+
+    fn tagged(&mut self, schema: &Schema, version: i16) -> Step {
+        let count = self.uvarint()?;
+        for _ in 0..count {
+            let tag = self.uvarint()?;
+            // The crate keeps unknown tags under an `i32` and writes back only
+            // those it reads as non-negative, while counting them all: a larger
+            // tag would come out of the proxy as a malformed response.
+            if tag > i32::MAX as u32 {
+                return Err(malformed(format!("tag {tag} is out of range")));
+            }
+            let size = self.uvarint()? as usize;
+            match schema.tagged.iter().find(|t| t.tag == tag) {
+                // The crate decodes a known tag from the bytes that follow,
+                // whatever its size says.
+                Some(t) if within(t.versions, version) => {
+                    self.ty(&t.ty, version, true).map_err(|mut e| {
+                        e.path.push(t.name);
+                        e
+                    })?;
+                }
+                Some(_) => {
+                    return Err(malformed(format!(
+                        "tag {tag} is not valid in version {version}"
+                    )));
+                }
+                None => {
+                    self.take(size)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ty(&mut self, ty: &Ty, version: i16, flexible: bool) -> Step {
+        match ty {
+            Ty::Fixed(n) => self.take(*n).map(drop),
+            Ty::String => {
+                if let Some(n) = self.length(flexible, 2)? {
+                    self.take(n)?;
+                }
+                Ok(())
+            }
+            Ty::Bytes => {
+                if let Some(n) = self.length(flexible, 4)? {
+                    self.take(n)?;
+                }
+                Ok(())
+            }
+            Ty::Array(element) => self.array(element, version, flexible),
+            Ty::Struct(schema) => self.schema(schema, version),
+        }
+    }
+
+    fn array(&mut self, element: &Ty, version: i16, flexible: bool) -> Step {
+        let Some(n) = self.length(flexible, 4)? else {
+            return Ok(());
+        };
+        // Every element takes at least one byte: this bound is what keeps the
+        // crate's `Vec::with_capacity(n)` to the size of the message.
+        if n > self.left() {
+            return Err(malformed(format!(
+                "an array of {n} elements, {} bytes left",
+                self.left()
+            )));
+        }
+        if let Ty::Fixed(size) = element {
+            let bytes = n.saturating_mul(*size);
+            return self.take(bytes).map(drop);
+        }
+        for i in 0..n {
+            self.ty(element, version, flexible).map_err(|mut e| {
+                e.reason = format!("element {i}: {}", e.reason);
+                e
+            })?;
+        }
+        Ok(())
+    }
+}
