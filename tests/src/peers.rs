@@ -87,6 +87,7 @@ pub struct MockCluster {
     /// The brokers' addresses, node 1 first.
     pub brokers: Vec<String>,
     proc: Proc,
+    commands: u32,
 }
 
 impl MockCluster {
@@ -101,16 +102,39 @@ impl MockCluster {
             .split(',')
             .map(|s| s.trim().to_owned())
             .collect();
-        MockCluster { brokers, proc }
+        MockCluster {
+            brokers,
+            proc,
+            commands: 0,
+        }
     }
 
     /// Takes broker `node` down (`up = false`) or brings it back, waiting
     /// for the mock to confirm.
     pub fn set_broker(&mut self, node: u32, up: bool) {
-        let word = if up { "up" } else { "down" };
-        self.proc.send_line(&format!("{word} {node}"));
-        self.proc
-            .wait_for_line(&format!("OK {word} {node}"), Duration::from_secs(10));
+        self.command(&format!("{} {node}", if up { "up" } else { "down" }));
+    }
+
+    /// Makes the next `count` requests of `api` fail with error `code`
+    /// (librdkafka's request-error injection, on whichever broker serves them).
+    pub fn push_errors(&mut self, api: i16, code: i16, count: u32) {
+        self.command(&format!("errors {api} {code} {count}"));
+    }
+
+    /// Moves the leadership of `topic`'s `partition` to broker `node`.
+    pub fn set_leader(&mut self, topic: &str, partition: i32, node: u32) {
+        self.command(&format!("leader {topic} {partition} {node}"));
+    }
+
+    /// Sends one command and waits for the mock to confirm it.
+    fn command(&mut self, command: &str) {
+        self.commands += 1;
+        let line = format!("{} {command}", self.commands);
+        self.proc.send_line(&line);
+        let answer = self
+            .proc
+            .wait_for_line(&format!(" {line}"), Duration::from_secs(10));
+        assert!(answer.starts_with("OK "), "mock cluster: {answer}");
     }
 
     /// The mock process's PID.

@@ -172,6 +172,23 @@ impl Proxy {
         http::metric(&self.admin, series)
     }
 
+    /// Waits (bounded, polling the metrics endpoint) until `series` reaches
+    /// `at_least`; returns its value then.
+    pub fn wait_for_metric(&self, series: &str, at_least: f64, timeout: Duration) -> f64 {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let value = self.metric(series);
+            if value >= at_least {
+                return value;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{series} is {value}, not {at_least} or more, after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits for a log line containing `needle`.
     pub fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> String {
         self.proc.wait_for_line(needle, timeout)

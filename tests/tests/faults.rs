@@ -1,6 +1,7 @@
 //! Faults with real processes: a broker that goes down and comes back
-//! mid-stream, a proxy killed while the watcher retries, a watcher killed and
-//! restarted, a watched directory removed and recreated.
+//! mid-stream, request errors injected into the brokers and partition
+//! leaders moved, a proxy killed while the watcher retries, a watcher killed
+//! and restarted, a watched directory removed and recreated.
 
 use std::time::Duration;
 
@@ -14,16 +15,20 @@ use sluice_tests::watcher::{self, Watcher};
 
 const SECONDS_30: Duration = Duration::from_secs(30);
 
+/// A proxy with one cluster `m` in front of the 3-broker mock.
+fn proxy_for(mock: &MockCluster, base: u16) -> Proxy {
+    Proxy::start(&format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: m\n    upstream: {{ bootstrapServers: [\"{}\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {base}, brokerPorts: {{ start: {}, count: 3, firstNodeId: 1 }} }}\n",
+        mock.brokers[0],
+        base + 1
+    ))
+}
+
 #[test]
 fn a_broker_down_and_back_mid_stream_loses_nothing_and_the_proxy_stays_up() {
     let mut mock = MockCluster::start(3, &["flow:3"]);
     let base = ports(4);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: m\n    upstream: {{ bootstrapServers: [\"{}\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {base}, brokerPorts: {{ start: {}, count: 3, firstNodeId: 1 }} }}\n",
-        mock.brokers[0],
-        base + 1
-    );
-    let mut proxy = Proxy::start(&config);
+    let mut proxy = proxy_for(&mock, base);
     // A broker going away is reported by the proxy as it should be.
     proxy.allow("connection closed");
     proxy.allow("bootstrap server unreachable");
@@ -38,6 +43,47 @@ fn a_broker_down_and_back_mid_stream_loses_nothing_and_the_proxy_stays_up() {
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
     assert_eq!(proxy.get("/admin/health").status, 200);
     assert_eq!(proxy.get("/admin/ready").status, 200);
+    proxy.assert_clean_logs();
+}
+
+/// librdkafka's request-error injection: the errors a leader change causes,
+/// then real leader moves. The proxy forwards the errors untouched, learns
+/// the new leaders from the metadata the clients fetch again, and nothing
+/// acknowledged is lost.
+#[test]
+fn injected_request_errors_and_leader_moves_are_survived_through_the_proxy() {
+    const PRODUCE: i16 = 0;
+    const FETCH: i16 = 1;
+    const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    const NOT_COORDINATOR: i16 = 16;
+    const OFFSET_COMMIT: i16 = 8;
+    let mut mock = MockCluster::start(3, &["moves:3"]);
+    let base = ports(4);
+    let mut proxy = proxy_for(&mock, base);
+    proxy.allow("connection closed");
+    let clients = Steady::start(&format!("127.0.0.1:{base}"), "moves", "moves-group", true);
+    let metadata = "sluice_rewrites_total{cluster=\"m\",api=\"Metadata\"}";
+    let produce = "sluice_requests_total{cluster=\"m\",api=\"Produce\"}";
+    let before = proxy.metric(metadata);
+
+    mock.push_errors(PRODUCE, NOT_LEADER_OR_FOLLOWER, 5);
+    mock.push_errors(FETCH, NOT_LEADER_OR_FOLLOWER, 5);
+    mock.push_errors(OFFSET_COMMIT, NOT_COORDINATOR, 2);
+    for partition in 0..3 {
+        mock.set_leader("moves", partition, (partition as u32 + 1) % 3 + 1);
+    }
+    // The errors send the clients back to metadata, through the proxy...
+    proxy.wait_for_metric(metadata, before + 1.0, SECONDS_30);
+    // ...and then they produce to the new leaders.
+    let produced = proxy.metric(produce);
+    proxy.wait_for_metric(produce, produced + 50.0, SECONDS_30);
+    let report = clients.finish();
+    assert_eq!(report["lost"], 0, "{report}");
+    assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
+    assert_eq!(proxy.get("/admin/health").status, 200);
+    let closed =
+        proxy.metric("sluice_connections_closed_on_error_total{cluster=\"m\",reason=\"rewrite\"}");
+    assert_eq!(closed, 0.0, "every response was rewritten");
     proxy.assert_clean_logs();
 }
 
