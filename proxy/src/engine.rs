@@ -268,10 +268,10 @@ impl Engine {
         self.ready.store(false, Ordering::Release);
         let (timeout, generations) = {
             let mut inner = self.lock();
-            for listener in inner.listeners.values() {
-                listener.close();
+            // The ports close as the accept loops end; nothing waits for them.
+            for (_, listener) in inner.listeners.drain() {
+                drop(listener.close());
             }
-            inner.listeners.clear();
             let names: Vec<String> = inner.clusters.keys().cloned().collect();
             let mut generations = Vec::new();
             for name in names {

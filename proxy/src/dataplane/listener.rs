@@ -5,11 +5,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use super::cluster::ClusterRuntime;
@@ -45,7 +46,35 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 pub struct Listener {
     addr: SocketAddr,
     route: watch::Sender<Option<Route>>,
-    stop: CancellationToken,
+    /// Stops the accept loop when dropped.
+    stop: DropGuard,
+    closed: mpsc::Receiver<()>,
+}
+
+/// A listener being closed: its accept loop owns the socket, so the port is
+/// free once the loop has ended.
+#[derive(Debug)]
+pub struct Closing {
+    addr: SocketAddr,
+    closed: mpsc::Receiver<()>,
+}
+
+impl Closing {
+    /// Blocks (on a blocking thread, not a runtime worker) until the socket
+    /// is closed, for at most `timeout`; false if it was not closed in time.
+    pub fn wait(self, timeout: Duration) -> bool {
+        // A loop dropped without sending (runtime shutting down) dropped the
+        // socket with it: closed too.
+        !matches!(
+            self.closed.recv_timeout(timeout),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        )
+    }
+
+    /// The address being released.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
 }
 
 impl Listener {
@@ -58,11 +87,18 @@ impl Listener {
             .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
         let (tx, rx) = watch::channel(Some(route));
         let stop = CancellationToken::new();
-        tracker.spawn(accept_loop(socket, rx, stop.clone()));
+        let (closed_tx, closed) = mpsc::sync_channel(1);
+        let accepting = accept_loop(socket, rx, stop.clone());
+        tracker.spawn(async move {
+            accepting.await;
+            // The socket was dropped with the loop: the port is free.
+            let _ = closed_tx.send(());
+        });
         Listener {
             addr,
             route: tx,
-            stop,
+            stop: stop.drop_guard(),
+            closed,
         }
     }
 
@@ -82,14 +118,13 @@ impl Listener {
     }
 
     /// Stops accepting and closes the socket; open connections are untouched.
-    pub fn close(&self) {
-        self.stop.cancel();
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.stop.cancel();
+    /// Wait on the result where the port must be free again before going on.
+    pub fn close(self) -> Closing {
+        let Listener {
+            addr, stop, closed, ..
+        } = self;
+        drop(stop);
+        Closing { addr, closed }
     }
 }
 

@@ -13,7 +13,7 @@ use super::{Generation, Inner};
 use crate::config::model::VirtualCluster;
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::connection::Role;
-use crate::dataplane::listener::{self, Listener, Route};
+use crate::dataplane::listener::{self, Closing, Listener, Route};
 use crate::events::Events;
 use crate::lifecycle::{Event, State};
 use crate::metrics::Metrics;
@@ -146,22 +146,26 @@ pub(super) fn failed(name: &str, generation: u64, reason: String, events: &Event
 }
 
 /// Closes every listener no current generation uses. Connections accepted on
-/// them are untouched (they drain with their generation).
-pub(super) fn release_unused(inner: &mut Inner) {
+/// them are untouched (they drain with their generation). Wait on the result
+/// (outside the lock) for the ports to be free again.
+pub(super) fn release_unused(inner: &mut Inner) -> Vec<Closing> {
     let used: HashSet<SocketAddr> = inner
         .clusters
         .values()
         .filter(|g| g.runtime.is_some())
         .flat_map(|g| g.listeners.iter().copied())
         .collect();
-    inner.listeners.retain(|addr, l| {
-        let keep = used.contains(addr);
-        if !keep {
-            tracing::info!(listener = %addr, "port released");
-            l.close();
-        }
-        keep
-    });
+    let unused: Vec<SocketAddr> = inner
+        .listeners
+        .keys()
+        .filter(|addr| !used.contains(addr))
+        .copied()
+        .collect();
+    unused
+        .into_iter()
+        .filter_map(|addr| inner.listeners.remove(&addr))
+        .map(Listener::close)
+        .collect()
 }
 
 /// Applies a lifecycle event; an invalid one is a bug, logged, state kept.

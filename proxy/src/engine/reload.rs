@@ -11,6 +11,9 @@ use super::{Engine, prepare};
 use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ValidConfig, diff, validate};
 use crate::events::ReloadResult;
 
+/// How long a reload waits for the ports it released to be free.
+const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// How a reload ended.
 #[derive(Debug, Clone)]
 pub enum ReloadOutcome {
@@ -187,10 +190,20 @@ impl Engine {
                 replaced.push(old);
             }
         }
-        prepare::release_unused(&mut inner);
+        let released = prepare::release_unused(&mut inner);
         let old_version = std::mem::replace(&mut inner.config, new.clone()).version;
         inner.applied_at = SystemTime::now();
         drop(inner);
+        // Reply only once removed ports are free, so that whoever reloads
+        // next (or starts another process) can bind them at once.
+        for closing in released {
+            let addr = closing.addr();
+            if closing.wait(PORT_RELEASE_TIMEOUT) {
+                tracing::info!(listener = %addr, "port released");
+            } else {
+                tracing::warn!(listener = %addr, "port not released within {PORT_RELEASE_TIMEOUT:?}; it will be shortly");
+            }
+        }
         self.events
             .config_in_force(Some(old_version.as_str()), new.version.as_str());
 
