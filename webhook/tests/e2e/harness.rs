@@ -131,6 +131,19 @@ pub(crate) struct Webhook {
 }
 
 impl Webhook {
+    /// The process's resident memory, in KiB.
+    pub(crate) fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+}
+
+impl Webhook {
     /// Starts the binary on 127.0.0.1:0 with this certificate and `extra`
     /// arguments, and waits for it to be ready.
     pub(crate) fn start(cert: &Path, key: &Path, ca_pem: &str, extra: &[&str]) -> Webhook {
@@ -295,6 +308,29 @@ impl Drop for Webhook {
 /// ring as the process's crypto provider: the workspace's one provider.
 pub(crate) fn install_ring() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A raw TLS connection to `addr`, trusting only `ca_pem`: for tests that
+/// write bytes no HTTP client would.
+pub(crate) async fn tls_connect(
+    addr: SocketAddr,
+    ca_pem: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls_pki_types::pem::PemObject;
+    install_ring();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls_pki_types::CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA PEM"))
+        .expect("CA");
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").expect("server name");
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake")
 }
 
 /// A reqwest client that trusts only `ca_pem`.

@@ -8,8 +8,10 @@
 //! - `admission`: one fixture per scenario, probes, metrics, shutdown
 //! - `parity`: the invalid-config corpus through webhook and CLI
 //! - `rotation`: a kubelet-style certificate swap under load
+//! - `hostile`: stalled headers and bodies, oversized headers
 
 mod admission;
 mod harness;
+mod hostile;
 mod parity;
 mod rotation;

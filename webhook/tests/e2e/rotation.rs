@@ -11,13 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rustls::RootCertStore;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
-
-use crate::harness::{Ca, Leaf, Webhook, client, fixture, install_ring};
+use crate::harness::{Ca, Leaf, Webhook, client, fixture, tls_connect};
 
 /// A Secret volume as kubelet lays it out.
 struct Volume {
@@ -62,20 +56,7 @@ impl Volume {
 
 /// The serial number of the certificate a fresh handshake presents.
 async fn served_serial(addr: std::net::SocketAddr, ca_pem: &str) -> Vec<u8> {
-    install_ring();
-    let mut roots = RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA PEM"))
-        .expect("CA");
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let name = ServerName::try_from("127.0.0.1").expect("server name");
-    let tls = TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .expect("handshake");
+    let tls = tls_connect(addr, ca_pem).await;
     let leaf = tls.get_ref().1.peer_certificates().expect("a certificate")[0].clone();
     let (_, cert) = x509_parser::parse_x509_certificate(&leaf).expect("x509");
     cert.raw_serial().to_vec()
