@@ -6,7 +6,8 @@ Prints "STARTED" once the first message has made the round trip, then keeps
 producing (one message every 2 ms, acks=all) and consuming with a consumer
 group. When stdin closes it flushes, reads until every acknowledged message is
 seen (at most 30 s) and prints one JSON line:
-{"acked", "consumed", "lost", "duplicates", "errors", "disconnects"}.
+{"acked", "consumed", "lost", "duplicates", "errors" (the first ten),
+"error_count", "disconnects"}.
 "disconnects" counts librdkafka's own reports of a broken or refused connection.
 """
 import json
@@ -103,6 +104,7 @@ print(json.dumps({
     "lost_sample": lost[:10],
     "duplicates": dupes[0],
     "errors": errors[:10],
+    "error_count": len(errors),
     "disconnects": len(counter.disconnects),
     "disconnect_sample": counter.disconnects[:5],
 }), flush=True)

@@ -169,6 +169,11 @@ impl Steady {
         Steady { child, lines }
     }
 
+    /// The client's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops producing, waits for every acknowledged message to be consumed,
     /// and returns the report.
     pub fn finish(mut self) -> serde_json::Value {
