@@ -4,7 +4,8 @@
 //! `sluice-proxy check` process on the 1,000-cluster file against
 //! `sluice-proxy --version` (process start-up alone).
 //!
-//! Run: `cargo bench -p sluice-proxy --bench validate`
+//! Run: `cargo bench -p sluice-proxy --bench validate` (or `scripts/bench`,
+//! which gathers the `BENCH` lines into its table).
 
 use std::hint::black_box;
 use std::process::Command;
@@ -47,20 +48,38 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn row(name: &str, (median, lo, hi): (Duration, Duration, Duration), baseline: Duration) {
+/// Prints a figure, and the same as a `BENCH` line for `scripts/bench`.
+fn row(
+    name: &str,
+    (median, lo, hi): (Duration, Duration, Duration),
+    baseline: (&str, Duration),
+    target_ms: Option<f64>,
+) {
+    let ratio = median.as_secs_f64() / baseline.1.as_secs_f64();
     println!(
-        "{name:<44} {:>9.3} ms  [{:>8.3} – {:>8.3}]  {:>6.2}x",
+        "{name:<44} {:>9.3} ms  [{:>8.3} – {:>8.3}]  {ratio:>6.2}x {} ({:.3} ms)",
         ms(median),
         ms(lo),
         ms(hi),
-        median.as_secs_f64() / baseline.as_secs_f64()
+        baseline.0,
+        ms(baseline.1),
     );
+    let mut record = serde_json::json!({
+        "section": "validate", "case": name, "unit": "ms", "spread": "p10-p90", "n": RUNS,
+        "median": ms(median), "lo": ms(lo), "hi": ms(hi),
+        "baseline": baseline.0, "baseline_median": ms(baseline.1), "ratio": ratio,
+    });
+    if let Some(max) = target_ms {
+        record["target"] =
+            serde_json::json!({"of": "median", "max": max, "text": format!("<= {max} ms")});
+    }
+    println!("BENCH {record}");
 }
 
 fn main() {
     let files = MemoryFiles::default();
     println!(
-        "{:<44} {:>12}  {:>21}  {:>7}",
+        "{:<44} {:>12}  {:>21}  {:>7} baseline",
         "case", "median", "p10 – p90", "ratio"
     );
     for clusters in [10, 100, 1000] {
@@ -69,23 +88,26 @@ fn main() {
         let baseline = measure(|| {
             black_box(serde_yaml::from_str::<serde_yaml::Value>(black_box(&text)).ok());
         });
-        row(
-            &format!("serde_yaml parse, {clusters} clusters (baseline)"),
-            baseline,
-            baseline.0,
-        );
+        let parse = ("serde_yaml parse", baseline.0);
         let tree = measure(|| {
             black_box(yaml::parse(black_box(&text)).ok());
         });
         row(
             &format!("positioned YAML tree, {clusters} clusters"),
             tree,
-            baseline.0,
+            parse,
+            None,
         );
         let full = measure(|| {
             black_box(validate(black_box(text.as_bytes()), &files).is_ok());
         });
-        row(&format!("validate, {clusters} clusters"), full, baseline.0);
+        let target = (clusters == 1000).then_some(50.0);
+        row(
+            &format!("validate, {clusters} clusters"),
+            full,
+            parse,
+            target,
+        );
     }
 
     let dir = std::env::temp_dir().join(format!("sluice-bench-{}", std::process::id()));
@@ -102,16 +124,12 @@ fn main() {
         assert!(status.success());
     };
     let startup = measure(|| run(&["--version".as_ref()]));
-    row(
-        "process: sluice-proxy --version (baseline)",
-        startup,
-        startup.0,
-    );
     let check = measure(|| run(&["check".as_ref(), file.as_os_str()]));
     row(
         "process: sluice-proxy check, 1000 clusters",
         check,
-        startup.0,
+        ("process: sluice-proxy --version", startup.0),
+        None,
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

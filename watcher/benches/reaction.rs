@@ -7,7 +7,8 @@
 //! the same rename observed directly through inotify (notify) in this process.
 //! Footprint: the release binary's RSS and CPU while idle, against `sleep`'s.
 //!
-//! Run: `cargo bench -p sluice-watcher --bench reaction`
+//! Run: `cargo bench -p sluice-watcher --bench reaction` (or `scripts/bench`,
+//! which gathers the `BENCH` lines into its table).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -81,31 +82,50 @@ fn fake_admin() -> (String, mpsc::Receiver<Instant>) {
     (addr, rx)
 }
 
-fn rss_kb(pid: u32) -> u64 {
+/// A `kB` field of `/proc/PID/status` (`VmRSS:`, `RssAnon:`, `RssFile:`).
+fn status_kb(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let f = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    f(11) + f(12)
+/// CPU time of all the process's threads, in nanoseconds (schedstat).
+fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// One figure as a `BENCH` line for `scripts/bench`.
+fn emit(
+    case: &str,
+    unit: &str,
+    (median, lo, hi): (f64, f64, f64),
+    baseline: Option<(&str, f64)>,
+    max: Option<f64>,
+) {
+    let mut record = serde_json::json!({
+        "section": "watcher", "case": case, "unit": unit,
+        "median": median, "lo": lo, "hi": hi, "spread": "min-max",
+    });
+    if let Some((name, b)) = baseline {
+        record["baseline"] = name.into();
+        record["baseline_median"] = b.into();
+        record["ratio"] = (median / b).into();
+    }
+    if let Some(max) = max {
+        record["target"] =
+            serde_json::json!({"of": "median", "max": max, "text": format!("<= {max} {unit}")});
+    }
+    println!("BENCH {record}");
 }
 
 fn main() {
@@ -172,12 +192,17 @@ fn main() {
     }
     let pid = watcher.id();
     std::thread::sleep(Duration::from_secs(2));
-    let (rss, cpu0) = (rss_kb(pid), cpu_ticks(pid));
-    std::thread::sleep(Duration::from_secs(5));
-    let idle_ticks = cpu_ticks(pid) - cpu0;
+    let (cpu0, idle) = (cpu_ns(pid), Duration::from_secs(5));
+    std::thread::sleep(idle);
+    let idle_cpu_ms_per_s = (cpu_ns(pid) - cpu0) as f64 / 1e6 / idle.as_secs_f64();
+    let (rss, anon, file) = (
+        status_kb(pid, "VmRSS:"),
+        status_kb(pid, "RssAnon:"),
+        status_kb(pid, "RssFile:"),
+    );
     let mut sleeper = Command::new("sleep").arg("30").spawn().expect("sleep");
     std::thread::sleep(Duration::from_millis(200));
-    let sleep_rss = rss_kb(sleeper.id());
+    let sleep_rss = status_kb(sleeper.id(), "VmRSS:");
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     let _ = watcher.kill();
@@ -191,6 +216,7 @@ fn main() {
         percentile(&mut reaction, 0.5),
         percentile(&mut reaction, 0.99),
     );
+    let (rmin, rmax) = (ms(reaction[0]), ms(reaction[SWAPS - 1]));
     println!("{:<58} {:>9} {:>9}", "case", "p50", "p99");
     println!(
         "{:<58} {:>6.2} ms {:>6.2} ms",
@@ -206,11 +232,52 @@ fn main() {
         r50.as_secs_f64() / b50.as_secs_f64(),
         r99.as_secs_f64() / b99.as_secs_f64()
     );
+    let mb = |kb: u64| kb as f64 * 1024.0 / 1e6;
     println!(
-        "idle RSS: sluice-watcher {:.1} MiB, `sleep` {:.1} MiB ({:.1}x); idle CPU over 5 s: {} ticks of 10 ms",
-        rss as f64 / 1024.0,
-        sleep_rss as f64 / 1024.0,
+        "idle RSS: sluice-watcher {:.1} MB ({:.1} MB anonymous, {:.1} MB file-backed), `sleep` {:.1} MB ({:.1}x); idle CPU: {idle_cpu_ms_per_s:.3} ms per s",
+        mb(rss),
+        mb(anon),
+        mb(file),
+        mb(sleep_rss),
         rss as f64 / sleep_rss.max(1) as f64,
-        idle_ticks
     );
+    let swaps = format!("{SWAPS} swaps, no stagger");
+    let inotify = "inotify event, in process";
+    emit(
+        &format!("reaction p50, rename to first request ({swaps})"),
+        "ms",
+        (ms(r50), rmin, rmax),
+        Some((inotify, ms(b50))),
+        None,
+    );
+    emit(
+        &format!("reaction p99, rename to first request ({swaps})"),
+        "ms",
+        (ms(r99), rmin, rmax),
+        Some((inotify, ms(b99))),
+        Some(5.0),
+    );
+    let one = |v: f64| (v, v, v);
+    emit(
+        "idle RSS",
+        "MB",
+        one(mb(rss)),
+        Some(("`sleep` RSS", mb(sleep_rss))),
+        Some(4.0),
+    );
+    emit(
+        "idle RSS, anonymous (heap, stacks)",
+        "MB",
+        one(mb(anon)),
+        None,
+        None,
+    );
+    emit(
+        "idle RSS, file-backed (binary and libc pages)",
+        "MB",
+        one(mb(file)),
+        None,
+        None,
+    );
+    emit("idle CPU", "ms/s", one(idle_cpu_ms_per_s), None, None);
 }

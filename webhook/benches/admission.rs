@@ -1,10 +1,14 @@
-//! Admission latency of the real `sluice-webhook` binary over real TLS with
-//! keep-alive: one connection, requests one after another, as the API
-//! server sends them. Each case is reported against a baseline of
-//! `GET /healthz` on the same connection, so the ratios say what reading,
-//! parsing and validating a review costs on top of TLS and HTTP.
+//! Admissions per second and admission latency of the real `sluice-webhook`
+//! binary over real TLS with keep-alive: two client connections, each
+//! sending requests one after another as the API server does, for 1 KB and
+//! 100 KB configurations, repeated with the cases interleaved. Each case is
+//! reported against a baseline of `GET /healthz` on the same connections,
+//! so the ratios say what reading, parsing and validating a review costs on
+//! top of TLS and HTTP.
 //!
-//! `cargo bench -p sluice-webhook --bench admission`
+//! `cargo bench -p sluice-webhook --bench admission` (or `scripts/bench`,
+//! which gathers the `BENCH` lines into its table; `SLUICE_BENCH_QUICK=1`
+//! measures less).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -24,7 +28,10 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 const WARMUP: usize = 30;
-const ROUNDS: usize = 400;
+/// Requests per connection per repetition of a case.
+const ROUNDS: usize = 300;
+/// Client connections, each sending its requests one after another.
+const CONNECTIONS: usize = 2;
 
 /// The webhook process, killed by PID on drop.
 struct Server(Child);
@@ -84,72 +91,134 @@ async fn bench() -> anyhow::Result<()> {
 
     let mut roots = RootCertStore::empty();
     roots.add(CertificateDer::from_pem_slice(ca.pem().as_bytes())?)?;
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(&addr).await?;
-    tcp.set_nodelay(true)?;
-    let tls = TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("127.0.0.1")?, tcp)
-        .await?;
-    let (mut sender, conn) = http1::handshake(TokioIo::new(tls)).await?;
-    tokio::spawn(conn);
+    let config = Arc::new(
+        rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let mut senders = Vec::new();
+    for _ in 0..CONNECTIONS {
+        senders.push(connect(&addr, Arc::clone(&config)).await?);
+    }
 
     let (small, large) = (config_of_size(1024), config_of_size(100 * 1024));
     let cases = [
-        ("CREATE, 1 KB config", review(&small, false)),
-        ("UPDATE, 1 KB config", review(&small, true)),
-        ("CREATE, 100 KB config", review(&large, false)),
-        ("UPDATE, 100 KB config", review(&large, true)),
+        ("GET /healthz (baseline)", None),
+        ("CREATE, 1 KB config", Some(review(&small, false))),
+        ("UPDATE, 1 KB config", Some(review(&small, true))),
+        ("CREATE, 100 KB config", Some(review(&large, false))),
+        ("UPDATE, 100 KB config", Some(review(&large, true))),
     ];
-    let healthz = || {
-        hyper::Request::get("/healthz")
-            .header("host", "127.0.0.1")
-            .body(Full::new(Bytes::new()))
-    };
-    let post = |body: &Bytes| {
-        hyper::Request::post("/validate")
-            .header("host", "127.0.0.1")
-            .header("content-type", "application/json")
-            .body(Full::new(body.clone()))
-    };
-
-    let mut rows = Vec::new();
-    let baseline = measure(&mut sender, healthz).await?;
-    rows.push(("GET /healthz (baseline)", 0, baseline.clone()));
-    for (name, (body, yaml_len)) in &cases {
-        let answer = send(&mut sender, post(body)?).await?;
-        let answer: Value = serde_json::from_slice(&answer)?;
+    for (_, body) in cases.iter().skip(1) {
+        let body = body.as_ref().map(|(b, _)| b.clone()).unwrap_or_default();
+        let answer: Value = serde_json::from_slice(&send(&mut senders[0], post(body)?).await?)?;
         anyhow::ensure!(
             answer["response"]["allowed"] == true,
             "not allowed: {answer}"
         );
-        rows.push((*name, *yaml_len, measure(&mut sender, || post(body)).await?));
     }
-
-    let (b50, b99) = (percentile(&baseline, 50), percentile(&baseline, 99));
-    println!("admission latency over TLS, keep-alive, {ROUNDS} sequential requests per case");
-    println!(
-        "{:<26} {:>10} {:>10} {:>10} {:>9} {:>9}",
-        "case", "config", "p50", "p99", "p50 x", "p99 x"
+    let reps = if std::env::var_os("SLUICE_BENCH_QUICK").is_some() {
+        2
+    } else {
+        5
+    };
+    // Per case: one (p50, p99, requests per second) per repetition.
+    let mut runs = vec![Vec::new(); cases.len()];
+    for _ in 0..reps {
+        for (i, (_, body)) in cases.iter().enumerate() {
+            let body = body.as_ref().map(|(b, _)| b.clone());
+            runs[i].push(measure(&mut senders, body).await?);
+        }
+    }
+    report(
+        &cases.map(|(name, body)| (name, body.map_or(0, |b| b.1))),
+        &runs,
     );
-    for (name, yaml_len, samples) in &rows {
-        let (p50, p99) = (percentile(samples, 50), percentile(samples, 99));
-        println!(
-            "{:<26} {:>10} {:>10} {:>10} {:>9.1} {:>9.1}",
-            name,
-            if *yaml_len == 0 {
-                "-".to_owned()
-            } else {
-                format!("{yaml_len} B")
-            },
-            format!("{:.0} µs", p50.as_secs_f64() * 1e6),
-            format!("{:.0} µs", p99.as_secs_f64() * 1e6),
-            p50.as_secs_f64() / b50.as_secs_f64(),
-            p99.as_secs_f64() / b99.as_secs_f64(),
-        );
-    }
     Ok(())
+}
+
+async fn connect(addr: &str, config: Arc<rustls::ClientConfig>) -> anyhow::Result<Sender> {
+    let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let tls = TlsConnector::from(config)
+        .connect(ServerName::try_from("127.0.0.1")?, tcp)
+        .await?;
+    let (sender, conn) = http1::handshake(TokioIo::new(tls)).await?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+fn healthz() -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
+    hyper::Request::get("/healthz")
+        .header("host", "127.0.0.1")
+        .body(Full::new(Bytes::new()))
+}
+
+fn post(body: Bytes) -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
+    hyper::Request::post("/validate")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .body(Full::new(body))
+}
+
+type Run = (Duration, Duration, f64);
+
+/// One figure of a run (p50, p99 or rate).
+type Figure<'a> = dyn Fn(&Run) -> f64 + 'a;
+
+/// Prints the table, and every figure as a `BENCH` line for `scripts/bench`.
+fn report(cases: &[(&str, usize)], runs: &[Vec<Run>]) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        let m = if v.len().is_multiple_of(2) {
+            (v[mid - 1] + v[mid]) / 2.0
+        } else {
+            v[mid]
+        };
+        (m, v[0], v[v.len() - 1])
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let column = |i: usize, f: &dyn Fn(&Run) -> f64| runs[i].iter().map(f).collect::<Vec<f64>>();
+    let figures: [(&str, &str, &Figure<'_>); 3] = [
+        ("p50", "ms", &|r| ms(r.0)),
+        ("p99", "ms", &|r| ms(r.1)),
+        ("admissions/s", "1/s", &|r| r.2),
+    ];
+    println!(
+        "admissions over TLS, keep-alive, {CONNECTIONS} connections x {ROUNDS} requests, {} repetitions",
+        runs[0].len()
+    );
+    for (i, (name, yaml_len)) in cases.iter().enumerate().skip(1) {
+        for (what, unit, f) in figures {
+            let (values, base) = (column(i, f), column(0, f));
+            let ratios = values.iter().zip(&base).map(|(v, b)| v / b).collect();
+            let ((m, lo, hi), (bm, ..), (r, rlo, rhi)) =
+                (median(values.clone()), median(base.clone()), median(ratios));
+            let target = match (what, *yaml_len > 50_000) {
+                ("p99", true) => {
+                    Some(serde_json::json!({"of": "median", "max": 5.0, "text": "<= 5 ms"}))
+                }
+                ("admissions/s", _) => {
+                    Some(serde_json::json!({"of": "median", "min": 2000.0, "text": ">= 2,000/s"}))
+                }
+                _ => None,
+            };
+            let case = format!("{name} ({yaml_len} B): {what}");
+            println!(
+                "{case:<40} {m:>10.3} {unit:<4} [{lo:.3} – {hi:.3}]  {r:>6.2}x /healthz ({bm:.3})"
+            );
+            let mut record = json!({
+                "section": "webhook", "case": case, "unit": unit, "median": m, "lo": lo, "hi": hi,
+                "spread": "min-max", "n": values.len(), "values": values,
+                "baseline": "GET /healthz", "baseline_median": bm, "ratio": r, "ratio_lo": rlo, "ratio_hi": rhi,
+            });
+            if let Some(t) = target {
+                record["target"] = t;
+            }
+            println!("BENCH {record}");
+        }
+    }
 }
 
 /// The address from the "webhook ready" log line.
@@ -175,22 +244,44 @@ async fn send(sender: &mut Sender, req: hyper::Request<Full<Bytes>>) -> anyhow::
     Ok(response.into_body().collect().await?.to_bytes())
 }
 
-async fn measure(
-    sender: &mut Sender,
-    mut req: impl FnMut() -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error>,
-) -> anyhow::Result<Vec<Duration>> {
-    for _ in 0..WARMUP {
-        send(sender, req()?).await?;
+/// `WARMUP` then `ROUNDS` requests on every connection at once (each one
+/// after another): p50, p99 and requests per second over all of them.
+async fn measure(senders: &mut [Sender], body: Option<Bytes>) -> anyhow::Result<Run> {
+    let request = || match &body {
+        Some(b) => post(b.clone()),
+        None => healthz(),
+    };
+    for sender in senders.iter_mut() {
+        for _ in 0..WARMUP {
+            send(sender, request()?).await?;
+        }
     }
-    let mut samples = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        let r = req()?;
-        let started = Instant::now();
-        send(sender, r).await?;
-        samples.push(started.elapsed());
+    let started = Instant::now();
+    let mut all = Vec::with_capacity(CONNECTIONS * ROUNDS);
+    let mut tasks = Vec::new();
+    for sender in senders.iter_mut() {
+        tasks.push(async {
+            let mut samples = Vec::with_capacity(ROUNDS);
+            for _ in 0..ROUNDS {
+                let r = request()?;
+                let t = Instant::now();
+                send(sender, r).await?;
+                samples.push(t.elapsed());
+            }
+            anyhow::Ok(samples)
+        });
     }
-    samples.sort();
-    Ok(samples)
+    let mut rest = tasks.into_iter();
+    let (a, b) = match (rest.next(), rest.next()) {
+        (Some(a), Some(b)) => tokio::join!(a, b),
+        _ => anyhow::bail!("{CONNECTIONS} connections expected"),
+    };
+    let elapsed = started.elapsed();
+    all.extend(a?);
+    all.extend(b?);
+    all.sort();
+    let rate = (CONNECTIONS * ROUNDS) as f64 / elapsed.as_secs_f64();
+    Ok((percentile(&all, 50), percentile(&all, 99), rate))
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {

@@ -54,18 +54,26 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// `parent.key`, or `key` at the top.
+/// `parent.key`, or `key` at the top. Every field read builds its path, so
+/// this is on validation's hot path: plain appends, not `format!`.
 pub(crate) fn join(parent: &str, key: &str) -> String {
     if parent.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{parent}.{key}")
+        return key.to_owned();
     }
+    let mut path = String::with_capacity(parent.len() + 1 + key.len());
+    path.push_str(parent);
+    path.push('.');
+    path.push_str(key);
+    path
 }
 
 /// `parent[index]`.
 pub(crate) fn index(parent: &str, i: usize) -> String {
-    format!("{parent}[{i}]")
+    use std::fmt::Write as _;
+    let mut path = String::with_capacity(parent.len() + 8);
+    path.push_str(parent);
+    let _ = write!(path, "[{i}]");
+    path
 }
 
 /// The fields of one mapping, checked against the keys its schema knows.

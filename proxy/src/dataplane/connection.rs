@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::buffer::{READ_CHUNK, reserve_for_request, reserve_for_response};
 use super::cluster::ClusterRuntime;
 use super::upstream::{self, BoxIo, UpstreamError};
 use crate::filter::{RequestHead, Verdict};
@@ -35,8 +36,6 @@ use crate::kafka::versions::cap_api_versions;
 /// Requests that may await their response at once on one connection; more
 /// stop the proxy reading from the client until responses drain.
 const MAX_IN_FLIGHT: usize = 1024;
-/// How much is read from a socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
 /// How long a client's TLS handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Kafka's ApiVersions key.
@@ -256,7 +255,7 @@ async fn forward_requests(
         } else {
             partial_since.or_else(|| Some(Instant::now()))
         };
-        reserve_for_frame(&mut buf);
+        reserve_for_request(&mut buf);
     }
 }
 
@@ -271,14 +270,6 @@ fn jitter(window: Duration) -> Duration {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(ms);
     Duration::from_millis(h.finish() % ms)
-}
-
-/// Makes room for the rest of a partly read frame (up to one chunk at a
-/// time, so an announced size is never allocated before the bytes arrive).
-fn reserve_for_frame(buf: &mut BytesMut) {
-    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-        buf.reserve(READ_CHUNK);
-    }
 }
 
 fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
@@ -370,7 +361,7 @@ async fn forward_responses(
                     let waiting = queue.iter().filter(|s| matches!(s, InFlight::Upstream(_))).count();
                     return if waiting == 0 { Ok(()) } else { Err(ConnError::UpstreamClosed(waiting)) };
                 }
-                reserve_for_frame(&mut buf);
+                reserve_for_response(&mut buf, max);
             }
         }
     }

@@ -1,0 +1,65 @@
+//! The data-plane and reload-under-load benchmark behind `scripts/bench`:
+//! rdkafka load (confluent-kafka in `tests/clients/bench_load.py`) direct to
+//! tansu, through sluice-proxy and through haproxy, interleaved; requests on
+//! an unchanged cluster during 100 reloads; and the broker choice.
+//!
+//! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
+//! [--only dataplane,reload,broker]` (run it through `scripts/bench`, which
+//! builds the release binaries and installs haproxy). Figures go to stdout as
+//! `BENCH {json}` lines, progress to stderr.
+
+mod broker;
+mod dataplane;
+mod record;
+mod reload;
+mod rig;
+
+use dataplane::Plan;
+use rig::Rig;
+
+fn main() {
+    let mut plan = Plan {
+        reps: 7,
+        megabytes: 256,
+        rate: 500,
+        latency_secs: 8,
+    };
+    let mut only: Vec<String> = ["dataplane", "reload", "broker"].map(String::from).to_vec();
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+        };
+        let number = |v: String| {
+            v.parse::<u32>()
+                .unwrap_or_else(|_| usage(&format!("not a number: {v}")))
+        };
+        match flag.as_str() {
+            "--reps" => plan.reps = number(value()).max(1) as usize,
+            "--megabytes" => plan.megabytes = number(value()).max(1),
+            "--rate" => plan.rate = number(value()).max(1),
+            "--latency-secs" => plan.latency_secs = number(value()).max(1),
+            "--only" => only = value().split(',').map(str::to_owned).collect(),
+            _ => usage(&format!("unknown argument {flag}")),
+        }
+    }
+    let mut rig = Rig::start();
+    if only.iter().any(|s| s == "broker") {
+        broker::run(&mut rig, plan.reps.min(3), plan.megabytes);
+    }
+    if only.iter().any(|s| s == "dataplane") {
+        dataplane::run(&mut rig, plan);
+    }
+    if only.iter().any(|s| s == "reload") {
+        reload::run(&mut rig, plan.reps.min(3), plan.rate);
+    }
+    rig.proxy.assert_clean_logs();
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--only dataplane,reload,broker]"
+    );
+    std::process::exit(2)
+}
