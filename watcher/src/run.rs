@@ -84,22 +84,35 @@ pub async fn apply(
     };
     let mut retry = Retry::new(deadline);
     loop {
-        let attempt = async {
+        // Newer content may cut the checks short, but never a reload once
+        // sent: the proxy would apply it anyway, and the next content's
+        // If-Match must see its result.
+        let checks = async {
             let current = client.current_version().await?;
             if current == content.digest {
-                return Ok(Outcome::Unchanged);
+                return Ok(Err(Outcome::Unchanged));
             }
             if let Answer::Invalid(errors) = client.validate(bytes).await? {
-                return Ok(Outcome::Rejected(errors));
+                return Ok(Err(Outcome::Rejected(errors)));
             }
-            Ok::<_, CallError>(match client.reload(bytes, Some(&current)).await? {
-                Answer::Accepted => Outcome::Applied,
-                Answer::Invalid(errors) => Outcome::Rejected(errors),
-            })
+            Ok::<_, CallError>(Ok(current))
         };
-        let result = tokio::select! {
-            r = attempt => r,
+        let checked = tokio::select! {
+            r = checks => r,
             _ = newer.changed() => return Outcome::Superseded,
+        };
+        let result = match checked {
+            Ok(Err(outcome)) => return outcome,
+            Ok(Ok(current)) => {
+                client
+                    .reload(bytes, Some(&current))
+                    .await
+                    .map(|answer| match answer {
+                        Answer::Accepted => Outcome::Applied,
+                        Answer::Invalid(errors) => Outcome::Rejected(errors),
+                    })
+            }
+            Err(e) => Err(e),
         };
         let reason = match result {
             Ok(outcome) => return outcome,

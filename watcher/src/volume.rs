@@ -3,16 +3,21 @@
 //! host (edited in place, renamed over, or deleted and created again).
 //!
 //! The directory is watched, never the file's own inode. Every event only
-//! *pokes* a loop that waits for a quiet moment (bursts coalesce), reads the
-//! file and compares a hash of its content with the last one: mtimes and
-//! event kinds are never trusted. A periodic resync (and an inotify overflow)
-//! reads the file anyway, because inotify can drop events; a watch that lost
-//! its directory is re-armed. Where inotify cannot start, polling takes over.
+//! *pokes* a loop that reads the file and compares a hash of its content with
+//! the last one: mtimes and event kinds are never trusted for *what* changed.
+//! A rename that lands `..data` (kubelet's atomic swap) or the file itself
+//! (an editor's rename-over) is a commit: the content is whole, so it is
+//! read at once. Any other event (a write in place, say) waits for a quiet
+//! moment first, so a burst of writes coalesces. A periodic resync (and an
+//! inotify overflow) reads the file anyway, because inotify can drop events;
+//! a watch that lost its directory is re-armed. Where inotify cannot start,
+//! polling takes over.
 //! The newest content always wins: consumers see a `watch` channel.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use notify::event::{ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
@@ -217,6 +222,8 @@ impl VolumeWatcher {
 
 /// What woke the loop.
 enum Wake {
+    /// A rename landed `..data` or the file: read now.
+    Commit,
     /// An event touched the file or `..data` (or the queue overflowed).
     Poke,
     /// The watch is broken (directory gone): re-arm it.
@@ -260,12 +267,15 @@ impl Loop {
                 tracing::info!(dir = %self.dir.display(), "watch lost its directory; re-arming");
                 _watch = arm(&self.dir, &self.name, &self.poke_tx);
             }
-            // Coalesce a burst: wait until no event came for `debounce`.
-            loop {
+            // Coalesce a burst of writes: wait until no event came for
+            // `debounce`. A commit is whole already.
+            let mut commit = matches!(wake, Wake::Commit);
+            while !commit {
                 match tokio::time::timeout(self.options.debounce, self.pokes.recv()).await {
                     Ok(Some(Wake::Rearm)) if !polling => {
                         _watch = arm(&self.dir, &self.name, &self.poke_tx)
                     }
+                    Ok(Some(Wake::Commit)) => commit = true,
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => break,
                 }
@@ -299,12 +309,26 @@ fn arm(
             {
                 Some(Wake::Rearm)
             }
-            Ok(e) => e
-                .paths
-                .iter()
-                .filter_map(|p| p.file_name())
-                .any(|f| f == name.as_os_str() || f == "..data")
-                .then_some(Wake::Poke),
+            Ok(e) => {
+                let ours = e
+                    .paths
+                    .iter()
+                    .filter_map(|p| p.file_name())
+                    .any(|f| f == name.as_os_str() || f == "..data");
+                let landed = matches!(
+                    e.kind,
+                    EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+                ) && e
+                    .paths
+                    .last()
+                    .and_then(|p| p.file_name())
+                    .is_some_and(|f| f == name.as_os_str() || f == "..data");
+                if landed {
+                    Some(Wake::Commit)
+                } else {
+                    ours.then_some(Wake::Poke)
+                }
+            }
         };
         if let Some(w) = wake {
             let _ = pokes.send(w);
