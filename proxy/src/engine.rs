@@ -276,13 +276,13 @@ impl Engine {
             let mut generations = Vec::new();
             for name in names {
                 if let Some(g) = inner.clusters.remove(&name) {
-                    generations.push(g);
+                    generations.push((name, g));
                 }
             }
             (inner.config.config.drain_timeout, generations)
         };
-        for g in generations {
-            self.drain(g, timeout);
+        for (name, g) in generations {
+            self.drain(&name, g, timeout);
         }
         self.tracker.close();
         // Drains end by themselves at the deadline; the margin only guards

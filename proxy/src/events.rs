@@ -1,6 +1,7 @@
 //! Notable events of the control plane. Each is one function that logs it and
 //! counts it, so logs and metrics never disagree.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -79,6 +80,9 @@ pub struct Events {
     reload_seconds: Histogram,
     config_info: Family<VersionLabel, Gauge>,
     states: Family<StateLabels, Gauge>,
+    /// Serialises state counts, so that a series removed at zero never
+    /// loses a concurrent increment.
+    states_lock: Arc<Mutex<()>>,
     transitions: Family<TransitionLabels, Counter>,
     drain_seconds: Histogram,
     generation_connections: Family<ClusterGeneration, Gauge>,
@@ -92,6 +96,7 @@ impl Events {
             reload_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
             config_info: Family::default(),
             states: Family::default(),
+            states_lock: Arc::default(),
             transitions: Family::default(),
             drain_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 16)),
             generation_connections: Family::default(),
@@ -209,12 +214,7 @@ impl Events {
         reason: Option<&str>,
     ) {
         if let Some(from) = from {
-            self.states
-                .get_or_create(&StateLabels {
-                    cluster: cluster.to_owned(),
-                    state: from.as_str(),
-                })
-                .dec();
+            self.count_state(cluster, from, -1);
             self.transitions
                 .get_or_create(&TransitionLabels {
                     cluster: cluster.to_owned(),
@@ -223,14 +223,7 @@ impl Events {
                 })
                 .inc();
         }
-        if to != State::Stopped {
-            self.states
-                .get_or_create(&StateLabels {
-                    cluster: cluster.to_owned(),
-                    state: to.as_str(),
-                })
-                .inc();
-        }
+        self.count_state(cluster, to, 1);
         let from = from.map_or("none", State::as_str);
         match to {
             State::Failed => {
@@ -274,6 +267,45 @@ impl Events {
                 took_ms = took.as_millis() as u64,
                 "generation drained"
             );
+        }
+    }
+
+    /// A generation in a terminal state that nothing keeps any longer (a
+    /// failed prepare of a reload that changed nothing, or a failed record
+    /// replaced or removed): its state and connection series go, so that
+    /// retries cannot grow the metrics without bound.
+    pub fn forget(&self, cluster: &str, generation: u64, state: State) {
+        self.count_state(cluster, state, -1);
+        self.generation_connections.remove(&ClusterGeneration {
+            cluster: cluster.to_owned(),
+            generation: generation.to_string(),
+        });
+        tracing::debug!(
+            cluster,
+            generation,
+            state = state.as_str(),
+            "generation forgotten"
+        );
+    }
+
+    /// Adds `delta` generations to a cluster's count in `state`. Stopped
+    /// generations are not counted, and a count back at zero is removed, so
+    /// a cluster that is gone leaves no series.
+    fn count_state(&self, cluster: &str, state: State, delta: i64) {
+        if state == State::Stopped {
+            return;
+        }
+        let labels = StateLabels {
+            cluster: cluster.to_owned(),
+            state: state.as_str(),
+        };
+        let _serial = self
+            .states_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = self.states.get_or_create(&labels).inc_by(delta) + delta;
+        if now <= 0 {
+            self.states.remove(&labels);
         }
     }
 

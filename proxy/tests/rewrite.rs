@@ -278,6 +278,53 @@ fn fetch_node_endpoints_from_v16() {
     }
 }
 
+/// The usual Produce and Fetch response (no leader moved, so no endpoints)
+/// is checked and passed on as it came: the same bytes, not counted as a
+/// rewrite; a malformed one is still refused, as is one with a tail.
+#[test]
+fn produce_and_fetch_responses_without_endpoints_pass_unchanged_but_checked() {
+    for v in 16..=ApiKey::Fetch.valid_versions().max {
+        let mut r = FetchResponse::default();
+        r.responses = vec![
+            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
+                fetch_response::PartitionData::default()
+                    .with_partition_index(3)
+                    .with_high_watermark(1_000)
+                    .with_records(Some(Bytes::from_static(&[7u8; 300]))),
+            ]),
+        ];
+        let input = frame(ApiKey::Fetch, v, &r);
+        let out = rewrite_response(&input, &req(ApiKey::Fetch, v), &advertised()).unwrap();
+        assert!(!out.changed, "Fetch v{v}");
+        assert_eq!(out.frame.as_ptr(), input.as_ptr(), "Fetch v{v}: copied");
+        assert_eq!(out.frame, input);
+        assert!(out.learned.is_empty() && out.unmapped.is_empty());
+
+        // Cut inside the records: the layout check still runs.
+        let mut cut = BytesMut::from(&input[..input.len() - 40]);
+        let size = (cut.len() - 4) as i32;
+        cut[..4].copy_from_slice(&size.to_be_bytes());
+        let err =
+            rewrite_response(&cut.freeze(), &req(ApiKey::Fetch, v), &advertised()).unwrap_err();
+        assert!(err.reason.contains("bytes needed"), "Fetch v{v}: {err}");
+
+        // More than a few bytes after the message: refused as before.
+        let mut long = BytesMut::from(&input[..]);
+        long.put_slice(&[0u8; 17]);
+        let size = (long.len() - 4) as i32;
+        long[..4].copy_from_slice(&size.to_be_bytes());
+        let err =
+            rewrite_response(&long.freeze(), &req(ApiKey::Fetch, v), &advertised()).unwrap_err();
+        assert!(err.reason.contains("left over"), "Fetch v{v}: {err}");
+    }
+    for v in 10..=ApiKey::Produce.valid_versions().max {
+        let input = frame(ApiKey::Produce, v, &ProduceResponse::default());
+        let out = rewrite_response(&input, &req(ApiKey::Produce, v), &advertised()).unwrap();
+        assert!(!out.changed, "Produce v{v}");
+        assert_eq!(out.frame, input);
+    }
+}
+
 #[test]
 fn literal_golden_frames_pin_the_bytes() {
     // Metadata v1 with node 1 at kafka-1.upstream:9092, correlation id 42.

@@ -106,6 +106,13 @@ fn best_effort_startup_serves_the_rest_and_a_reload_retries_the_failed_cluster()
         .unwrap();
     assert_eq!(b_now["state"], "accepting", "{clusters}");
     assert!(TcpStream::connect(("127.0.0.1", b)).is_ok());
+    // The failed record was replaced: no failed generation is counted now.
+    let metrics = proxy.get("/metrics").body;
+    assert!(!metrics.contains("state=\"failed\""), "{metrics}");
+    assert_eq!(
+        proxy.metric("sluice_virtual_cluster_state{cluster=\"b\",state=\"accepting\"}"),
+        1.0
+    );
     proxy.assert_clean_logs();
 }
 

@@ -25,14 +25,15 @@ fn a_port_taken_by_another_process_fails_prepare_and_changes_nothing() {
 
     // Another process holds c's bootstrap port; b's ports are free.
     let squatter = TcpListener::bind(("127.0.0.1", c)).unwrap();
-    let r = proxy.reload(&config(
+    let failing = config(
         "5s",
         &[
             cluster("a", &tansu.addr, a, "    limits: { maxConnections: 7 }\n"),
             cluster("b", &tansu.addr, b, ""),
             cluster("c", &tansu.addr, c, ""),
         ],
-    ));
+    );
+    let r = proxy.reload(&failing);
     assert_eq!(r.status, 500, "{}", r.body);
     let body = r.json();
     assert_eq!(body["success"], false);
@@ -72,6 +73,40 @@ fn a_port_taken_by_another_process_fails_prepare_and_changes_nothing() {
     assert_eq!(
         proxy.metric("sluice_config_reload_total{result=\"failed\"}"),
         1.0
+    );
+
+    // A watcher retrying this configuration fails the same way again and
+    // again: each failure is counted, but the generations it never kept
+    // leave no series behind (the soak once found one per attempt).
+    for _ in 0..4 {
+        let r = proxy.reload(&failing);
+        assert_eq!(r.status, 500, "{}", r.body);
+    }
+    assert_eq!(
+        proxy.metric("sluice_config_reload_total{result=\"failed\"}"),
+        5.0
+    );
+    assert_eq!(
+        proxy.metric(
+            "sluice_virtual_cluster_transitions_total{cluster=\"c\",from=\"initializing\",to=\"failed\"}"
+        ),
+        5.0
+    );
+    let metrics = proxy.get("/metrics").body;
+    let series =
+        |prefix: &str| -> Vec<&str> { metrics.lines().filter(|l| l.starts_with(prefix)).collect() };
+    assert_eq!(
+        series("sluice_generation_connections_active{"),
+        [format!(
+            "sluice_generation_connections_active{{cluster=\"a\",generation=\"{}\"}} 0",
+            clusters_before["clusters"][0]["generation"]
+        )],
+        "{metrics}"
+    );
+    assert_eq!(
+        series("sluice_virtual_cluster_state{"),
+        ["sluice_virtual_cluster_state{cluster=\"a\",state=\"accepting\"} 1"],
+        "{metrics}"
     );
     drop(squatter);
     proxy.assert_clean_logs();

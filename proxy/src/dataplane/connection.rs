@@ -382,6 +382,9 @@ fn transform(
         return Ok(frame.clone());
     }
     let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
+    if !rewritten.changed {
+        return Ok(rewritten.frame);
+    }
     cluster.learn(&rewritten.learned);
     if !rewritten.unmapped.is_empty() {
         cluster.unmapped(&rewritten.unmapped);

@@ -17,12 +17,20 @@ pub(super) fn spread(timeout: Duration) -> Duration {
 
 impl Engine {
     /// Moves a generation to draining and ends its connections in the
-    /// background. A generation without a runtime (failed) has nothing to drain.
-    pub(super) fn drain(self: &Arc<Self>, mut generation: Generation, timeout: Duration) {
+    /// background. A generation without a runtime (failed) has nothing to
+    /// drain: it is forgotten.
+    pub(super) fn drain(
+        self: &Arc<Self>,
+        name: &str,
+        mut generation: Generation,
+        timeout: Duration,
+    ) {
         let Some(runtime) = generation.runtime.clone() else {
+            self.events
+                .forget(name, generation.generation, generation.state);
             return;
         };
-        let name = runtime.name().to_owned();
+        let name = name.to_owned();
         let number = generation.generation;
         let to = transition(generation.state, Event::Drain);
         self.events

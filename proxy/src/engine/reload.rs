@@ -163,11 +163,17 @@ impl Engine {
                 Ok(p) => prepared.push(p),
                 Err(why) => {
                     let name = cluster.name.to_string();
-                    prepare::failed(&name, generation, why.clone(), &self.events);
+                    // The failures are logged and counted as transitions;
+                    // the generations themselves are not kept (nothing
+                    // changed), so their series go too.
+                    let f = prepare::failed(&name, generation, why.clone(), &self.events);
+                    self.events.forget(&name, generation, f.state);
                     for p in prepared {
                         let other = p.runtime.name().to_owned();
+                        let number = p.runtime.generation;
                         let reason = format!("released: virtual cluster {name} failed to prepare");
-                        prepare::failed(&other, p.runtime.generation, reason, &self.events);
+                        let f = prepare::failed(&other, number, reason, &self.events);
+                        self.events.forget(&other, number, f.state);
                     }
                     // Dropping the prepared generations closes every socket they bound.
                     return ReloadOutcome::Failed {
@@ -181,13 +187,14 @@ impl Engine {
         // Commit: cannot fail.
         let mut replaced = Vec::new();
         for p in prepared {
+            let name = p.runtime.name().to_owned();
             if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
-                replaced.push(old);
+                replaced.push((name, old));
             }
         }
         for name in &changes.removed {
             if let Some(old) = inner.clusters.remove(name) {
-                replaced.push(old);
+                replaced.push((name.clone(), old));
             }
         }
         let released = prepare::release_unused(&mut inner);
@@ -209,8 +216,8 @@ impl Engine {
 
         // Drain what was replaced or removed, in the background.
         let timeout = new.config.drain_timeout;
-        for old in replaced {
-            self.drain(old, timeout);
+        for (name, old) in replaced {
+            self.drain(&name, old, timeout);
         }
         ReloadOutcome::Applied {
             restart_required: restart_required(&current, &new),

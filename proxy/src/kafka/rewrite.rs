@@ -70,6 +70,9 @@ pub struct Learned {
 pub struct Rewritten {
     /// The new frame, length prefix included.
     pub frame: Bytes,
+    /// False when the response carried no endpoints: `frame` is the
+    /// original.
+    pub changed: bool,
     /// Upstream addresses announced in the response.
     pub learned: Vec<Learned>,
     /// Node ids outside the port range, dropped from the response.
@@ -197,6 +200,27 @@ pub fn rewrite_response(
     let mut buf = frame.slice(4..);
     let header =
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
+    // Produce and Fetch responses carry node endpoints only after a leader
+    // moved: the rest are checked and passed on as they came, not decoded
+    // and encoded again (kafka-protocol encodes them back to the same bytes).
+    if let Some(schema) = endpoints_tagged(api) {
+        let (size, present) = wire::check_for_tag(schema, version, &buf, NODE_ENDPOINTS_TAG)
+            .map_err(|e| fail(e.to_string()))?;
+        let trailing = buf.len() - size;
+        if trailing > MAX_TRAILING_BYTES {
+            return Err(fail(format!(
+                "{trailing} bytes left over after the message"
+            )));
+        }
+        if !present {
+            return Ok(Rewritten {
+                frame: frame.clone(),
+                changed: false,
+                learned: Vec::new(),
+                unmapped: Vec::new(),
+            });
+        }
+    }
     let mut m = Mapper {
         to,
         learned: Vec::new(),
@@ -302,9 +326,24 @@ pub fn rewrite_response(
     let frame = with_header(&header, header_version, &body).map_err(fail)?;
     Ok(Rewritten {
         frame,
+        changed: true,
         learned: m.learned,
         unmapped: m.unmapped,
     })
+}
+
+/// The tag of `NodeEndpoints` in the responses that carry it as a tagged
+/// field (KIP-951).
+const NODE_ENDPOINTS_TAG: u32 = 0;
+
+/// The layout of the high-volume responses whose endpoints are an optional
+/// tagged field.
+fn endpoints_tagged(api: ApiKey) -> Option<&'static wire::Schema> {
+    match api {
+        ApiKey::Produce => Some(<ProduceResponse as Checked>::SCHEMA),
+        ApiKey::Fetch => Some(<FetchResponse as Checked>::SCHEMA),
+        _ => None,
+    }
 }
 
 /// Most bytes tolerated after a decoded message. Some peers add a byte or

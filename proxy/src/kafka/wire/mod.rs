@@ -122,18 +122,41 @@ impl fmt::Display for Malformed {
 /// Walks `bytes` as a `schema` message at `version`; returns how many bytes
 /// the message takes.
 pub(crate) fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {
-    let mut walk = Walk { bytes, at: 0 };
+    check_for_tag(schema, version, bytes, u32::MAX).map(|(size, _)| size)
+}
+
+/// [`check`], also telling whether the message's own (top-level) tagged
+/// fields include `tag`: whether a KIP-951 response carries node endpoints,
+/// without decoding it.
+pub(crate) fn check_for_tag(
+    schema: &Schema,
+    version: i16,
+    bytes: &[u8],
+    tag: u32,
+) -> Result<(usize, bool), Malformed> {
+    let mut walk = Walk {
+        bytes,
+        at: 0,
+        depth: 0,
+        wanted: tag,
+        seen: false,
+    };
     walk.schema(schema, version).map_err(|mut e| {
         e.path.push(schema.name);
         e
     })?;
-    Ok(walk.at)
+    Ok((walk.at, walk.seen))
 }
 
 /// A position in the bytes of one message.
 struct Walk<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Structures entered: 1 in the message's own fields.
+    depth: usize,
+    /// The top-level tag looked for, and whether it was seen.
+    wanted: u32,
+    seen: bool,
 }
 
 type Step = Result<(), Malformed>;
@@ -205,6 +228,7 @@ impl Walk<'_> {
             return Err(malformed(format!("version {version} is not supported")));
         }
         let flexible = version >= schema.flexible;
+        self.depth += 1;
         for field in schema.fields {
             if within(field.versions, version) {
                 self.ty(&field.ty, version, flexible).map_err(|mut e| {
@@ -216,6 +240,7 @@ impl Walk<'_> {
         if flexible {
             self.tagged(schema, version)?;
         }
+        self.depth -= 1;
         Ok(())
     }
 
@@ -230,6 +255,9 @@ impl Walk<'_> {
                 return Err(malformed(format!("tag {tag} is out of range")));
             }
             let size = self.uvarint()? as usize;
+            if self.depth == 1 && tag == self.wanted {
+                self.seen = true;
+            }
             match schema.tagged.iter().find(|t| t.tag == tag) {
                 // The crate decodes a known tag from the bytes that follow,
                 // whatever its size says.

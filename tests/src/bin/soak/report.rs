@@ -74,6 +74,14 @@ pub(crate) fn checks(c: &Collected, args: &Args) -> Vec<Check> {
         })
         .collect();
     let refused: u64 = c.probes.iter().map(|p| p.refused).sum();
+    // Scraped once nothing drains: one connection series per running
+    // generation, and no failed generation (failed reloads keep none).
+    let generation_series = c
+        .proxy_metrics
+        .count("sluice_generation_connections_active");
+    let failed_reported = c
+        .proxy_metrics
+        .sum("sluice_virtual_cluster_state", &[("state", "failed")]);
     let (q0, q1) = c.quiescent;
     vec![
         check(
@@ -138,6 +146,14 @@ pub(crate) fn checks(c: &Collected, args: &Args) -> Vec<Check> {
             "the unchanged cluster's clients never reconnected",
             c.unchanged_reconnections == 0.0,
             format!("{} new connection(s)", c.unchanged_reconnections),
+        ),
+        check(
+            "no metric series left by generations that ended",
+            generation_series == c.generations.len() && failed_reported == 0.0,
+            format!(
+                "{generation_series} connection series for {} running generation(s); {failed_reported} failed generation(s) reported",
+                c.generations.len()
+            ),
         ),
         check(
             "idle file descriptors back to their start",
