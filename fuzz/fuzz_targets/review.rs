@@ -9,7 +9,7 @@ use sluice_webhook::decide::{Policy, decide};
 use sluice_webhook::review::{parse, respond};
 
 fuzz_target!(|data: &[u8]| {
-    let policy = Policy { config_key: "proxy.yaml".into(), max_errors: 20, files: Arc::new(PathsOnly) };
+    let policy = Policy::new("proxy.yaml", 20, Arc::new(PathsOnly));
     if let Ok(request) = parse(data) {
         let decision = decide(&request, &policy);
         let _ = respond(&request, &decision);

@@ -12,14 +12,16 @@ use std::sync::Arc;
 
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, Operation};
-use sluice_proxy::config::{FileSource, ValidConfig, diff, validate};
+use sluice_proxy::config::{ConfigVersion, FileSource, ValidConfig, diff, validate};
 
 mod configmap;
 mod message;
+mod recent;
 mod warnings;
 
 pub use configmap::ConfigMapError;
 pub use message::{MAX_LINE_CHARS, denial};
+pub use recent::Recent;
 pub use warnings::{MAX_WARNING_CHARS, MAX_WARNINGS, warnings};
 
 /// What the webhook is told to check, fixed at startup.
@@ -33,6 +35,30 @@ pub struct Policy {
     /// Where files named by the configuration come from: by default
     /// `PathsOnly`, because the proxy's Secrets are not mounted here.
     pub files: Arc<dyn FileSource>,
+    /// Configurations admitted lately, so that an UPDATE does not validate
+    /// its old object again (unused when `files` reads files).
+    pub recent: Arc<Recent>,
+}
+
+impl Policy {
+    /// A policy with nothing admitted yet.
+    pub fn new(
+        config_key: impl Into<String>,
+        max_errors: usize,
+        files: Arc<dyn FileSource>,
+    ) -> Self {
+        Policy {
+            config_key: config_key.into(),
+            max_errors,
+            files,
+            recent: Arc::default(),
+        }
+    }
+
+    /// Whether a verdict depends on the bytes alone.
+    fn pure(&self) -> bool {
+        !self.files.loads()
+    }
 }
 
 impl fmt::Debug for Policy {
@@ -41,6 +67,7 @@ impl fmt::Debug for Policy {
             .field("config_key", &self.config_key)
             .field("max_errors", &self.max_errors)
             .field("loads_files", &self.files.loads())
+            .field("recent", &self.recent.len())
             .finish()
     }
 }
@@ -106,25 +133,45 @@ pub fn decide(req: &AdmissionRequest<DynamicObject>, policy: &Policy) -> Decisio
     };
     let new = match configmap::config_bytes(object, key, &what) {
         Ok(bytes) => match validate(&bytes, policy.files.as_ref()) {
-            Ok(valid) => valid,
+            Ok(valid) => {
+                if policy.pure() {
+                    policy.recent.put(&valid);
+                }
+                valid
+            }
             Err(errors) => {
                 return Decision::denied(denial(&what, key, &errors, policy.max_errors));
             }
         },
         Err(e) => return Decision::denied(e.to_string()),
     };
-    let warnings = match (&req.operation, old_config(req, policy)) {
-        (Operation::Update, Some(old)) => warnings(&diff(&old.config, &new.config)),
+    let warnings = match req.operation {
+        Operation::Update => old_config(req, policy, &new)
+            .map(|old| warnings(&diff(&old.config, &new.config)))
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     Decision::Allowed { warnings }
 }
 
 /// The configuration being replaced, when there is a valid one: warnings
-/// compare two valid configurations or say nothing.
-fn old_config(req: &AdmissionRequest<DynamicObject>, policy: &Policy) -> Option<ValidConfig> {
+/// compare two valid configurations or say nothing. The same bytes as the
+/// new one, or bytes admitted lately, are not validated again.
+fn old_config(
+    req: &AdmissionRequest<DynamicObject>,
+    policy: &Policy,
+    new: &ValidConfig,
+) -> Option<ValidConfig> {
     let old = req.old_object.as_ref()?;
     let bytes = configmap::config_bytes(old, &policy.config_key, "").ok()?;
+    if policy.pure() {
+        if *bytes == *new.bytes {
+            return Some(new.clone());
+        }
+        if let Some(known) = policy.recent.get(&ConfigVersion::of(&bytes)) {
+            return Some(known);
+        }
+    }
     validate(&bytes, policy.files.as_ref()).ok()
 }
 

@@ -88,11 +88,7 @@ mod tests {
     use super::*;
 
     fn policy() -> Policy {
-        Policy {
-            config_key: "proxy.yaml".into(),
-            max_errors: 20,
-            files: Arc::new(PathsOnly),
-        }
+        Policy::new("proxy.yaml", 20, Arc::new(PathsOnly))
     }
 
     fn review(api_version: &str, data: &str) -> Vec<u8> {

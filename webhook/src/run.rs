@@ -118,11 +118,11 @@ impl Webhook {
             FileCheck::Local { root } => Arc::new(LocalFiles::relative_to(root)),
         };
         let state = AppState {
-            policy: Arc::new(Policy {
-                config_key: options.config_key.clone(),
-                max_errors: options.max_errors,
+            policy: Arc::new(Policy::new(
+                options.config_key.clone(),
+                options.max_errors,
                 files,
-            }),
+            )),
             metrics,
             ready: Arc::new(AtomicBool::new(false)),
             body_timeout: options.read_timeout,

@@ -25,11 +25,7 @@ virtualClusters:
 ";
 
 fn policy() -> Policy {
-    Policy {
-        config_key: "proxy.yaml".into(),
-        max_errors: 20,
-        files: Arc::new(PathsOnly),
-    }
+    Policy::new("proxy.yaml", 20, Arc::new(PathsOnly))
 }
 
 fn config_map(data: Value) -> Value {
@@ -310,4 +306,65 @@ fn lines_are_capped() {
     let line = message.lines().nth(2).expect("the startupPolicy line");
     assert_eq!(line.chars().count(), MAX_LINE_CHARS);
     assert!(line.ends_with('…'));
+}
+
+/// An UPDATE's old object admitted lately by this replica is taken from the
+/// recent configurations, not validated again; the warnings are the ones a
+/// fresh replica gives.
+#[test]
+fn an_old_object_admitted_lately_is_not_validated_again() {
+    let new = ORDERS.replace("kafka-0:9092", "kafka-1:9092");
+    let update = request("ConfigMap", "UPDATE", text(&new), text(ORDERS));
+    let warm = policy();
+    assert_eq!(
+        create(text(ORDERS)),
+        decide(
+            &request("ConfigMap", "CREATE", text(ORDERS), Value::Null),
+            &warm
+        )
+    );
+    assert_eq!(warm.recent.len(), 1);
+    assert_eq!(decide(&update, &warm), decide(&update, &policy()));
+    assert_eq!(warm.recent.len(), 2, "the new configuration is kept too");
+
+    // Proof that the old object is looked up: a planted entry under its
+    // version (holding the new configuration) leaves nothing to warn about.
+    let planted = policy();
+    let mut fake = validate(new.as_bytes(), &PathsOnly).unwrap();
+    fake.version = ConfigVersion::of(ORDERS.as_bytes());
+    planted.recent.put(&fake);
+    assert_eq!(
+        decide(&update, &planted),
+        Decision::Allowed { warnings: vec![] }
+    );
+    assert_ne!(
+        decide(&update, &policy()),
+        Decision::Allowed { warnings: vec![] }
+    );
+}
+
+#[test]
+fn recent_configurations_are_few_and_only_kept_when_files_are_not_read() {
+    let p = policy();
+    for port in 0..6 {
+        let yaml = ORDERS.replace("19092", &(20_000 + port * 10).to_string());
+        let d = decide(
+            &request("ConfigMap", "CREATE", text(&yaml), Value::Null),
+            &p,
+        );
+        assert_eq!(d, Decision::Allowed { warnings: vec![] });
+    }
+    assert_eq!(p.recent.len(), 4);
+
+    let mut reading = policy();
+    reading.files = Arc::new(MemoryFiles::default());
+    let d = decide(
+        &request("ConfigMap", "CREATE", text(ORDERS), Value::Null),
+        &reading,
+    );
+    assert_eq!(d, Decision::Allowed { warnings: vec![] });
+    assert!(
+        reading.recent.is_empty(),
+        "a verdict that read files is not kept"
+    );
 }

@@ -16,11 +16,7 @@ use super::*;
 
 fn state() -> AppState {
     AppState {
-        policy: Arc::new(Policy {
-            config_key: "proxy.yaml".into(),
-            max_errors: 20,
-            files: Arc::new(PathsOnly),
-        }),
+        policy: Arc::new(Policy::new("proxy.yaml", 20, Arc::new(PathsOnly))),
         metrics: Arc::new(Metrics::new()),
         ready: Arc::new(AtomicBool::new(true)),
         body_timeout: Duration::from_secs(5),
