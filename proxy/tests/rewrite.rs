@@ -386,6 +386,29 @@ fn malformed_responses_are_errors_not_panics() {
     assert_eq!(err.reason, "17 bytes left over after the message");
 }
 
+/// A flexible response header whose tagged field has a tag beyond
+/// `i32::MAX`: kafka-protocol reads it but writes back only the tags it
+/// holds as non-negative while counting them all, so a rewritten response
+/// would reach the client malformed. Refused instead (found by the `rewrite`
+/// fuzz target, seed `fuzz/seeds/rewrite/header-tag-beyond-i32`).
+#[test]
+fn a_response_header_tag_beyond_i32_is_refused() {
+    let body = frame(ApiKey::Metadata, 12, &metadata(12, &UPSTREAM));
+    // Correlation id, then one tagged field: tag 0x8fff_ffff, size 0.
+    let mut f = BytesMut::new();
+    f.put_i32(0);
+    f.put_i32(42);
+    f.put_slice(&[1, 0xff, 0xff, 0xff, 0xff, 0x08, 0]);
+    f.put_slice(&body[9..]); // the body after the original (empty) header
+    let len = (f.len() - 4) as i32;
+    f[..4].copy_from_slice(&len.to_be_bytes());
+    let err = rewrite_response(&f.freeze(), &req(ApiKey::Metadata, 12), &advertised()).unwrap_err();
+    assert_eq!(
+        err.reason, "ResponseHeader: tag 2415919103 is out of range",
+        "{err}"
+    );
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

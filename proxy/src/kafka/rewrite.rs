@@ -198,6 +198,7 @@ pub fn rewrite_response(
     };
     let header_version = api.response_header_version(version);
     let mut buf = frame.slice(4..);
+    wire::check(&wire::RESPONSE_HEADER, header_version, &buf).map_err(|e| fail(e.to_string()))?;
     let header =
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
     // Produce and Fetch responses carry node endpoints only after a leader

@@ -92,6 +92,17 @@ pub(crate) const fn tagged(tag: u32, name: &'static str, from: i16, to: i16, ty:
     }
 }
 
+/// The response header: a correlation id, and tagged fields from version 1.
+/// Checked before a response the proxy re-encodes, because its tagged
+/// fields are re-encoded too.
+pub(crate) const RESPONSE_HEADER: Schema = Schema {
+    name: "ResponseHeader",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[field("correlation_id", 0, MAX, Ty::Fixed(4))],
+    tagged: &[],
+};
+
 /// A message type whose layout is known.
 pub(crate) trait Checked: Decodable {
     /// Its layout.
