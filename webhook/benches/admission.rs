@@ -315,10 +315,14 @@ fn config_of_size(size: usize) -> String {
 }
 
 /// A review as the API server sends it. An UPDATE carries object and
-/// oldObject, so both configurations are validated and diffed: the most
-/// work a review does.
+/// oldObject; the old one differs (the first cluster's upstream) and was
+/// never admitted by this webhook, so both configurations are validated and
+/// diffed: the most work a review does. (An old configuration this replica
+/// admitted lately, or the same bytes, is not validated again.)
 fn review(yaml: &str, update: bool) -> (Bytes, usize) {
-    let object = |rv: &str| {
+    let old_yaml = yaml.replacen("kafka-0.", "kafka-9.", 1);
+    assert_ne!(old_yaml, yaml);
+    let object = |rv: &str, yaml: &str| {
         json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": { "name": "sluice-proxy", "namespace": "kafka-proxy", "resourceVersion": rv,
@@ -327,7 +331,7 @@ fn review(yaml: &str, update: bool) -> (Bytes, usize) {
         })
     };
     let (operation, old) = if update {
-        ("UPDATE", object("1"))
+        ("UPDATE", object("1", &old_yaml))
     } else {
         ("CREATE", Value::Null)
     };
@@ -339,7 +343,7 @@ fn review(yaml: &str, update: bool) -> (Bytes, usize) {
             "resource": { "group": "", "version": "v1", "resource": "configmaps" },
             "name": "sluice-proxy", "namespace": "kafka-proxy", "operation": operation,
             "userInfo": { "username": "kubernetes-admin" },
-            "object": object("2"), "oldObject": old, "dryRun": false
+            "object": object("2", yaml), "oldObject": old, "dryRun": false
         }
     });
     (Bytes::from(review.to_string()), yaml.len())
