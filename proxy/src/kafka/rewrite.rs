@@ -227,12 +227,16 @@ pub fn rewrite_response(
         learned: Vec::new(),
         unmapped: Vec::new(),
     };
-    let body = match api {
+    let out = Framer {
+        header: &header,
+        header_version,
+    };
+    let frame = match api {
         ApiKey::Metadata => {
             let mut r = decode::<MetadataResponse>(&mut buf, version).map_err(fail)?;
             r.brokers
                 .retain_mut(|b| m.endpoint(b.node_id.0, &mut b.host, &mut b.port));
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::FindCoordinator => {
             let mut r = decode::<FindCoordinatorResponse>(&mut buf, version).map_err(fail)?;
@@ -259,13 +263,13 @@ pub fn rewrite_response(
                     }
                 }
             }
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::DescribeCluster => {
             let mut r = decode::<DescribeClusterResponse>(&mut buf, version).map_err(fail)?;
             r.brokers
                 .retain_mut(|b| m.endpoint(b.broker_id.0, &mut b.host, &mut b.port));
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::DescribeQuorum => {
             let mut r = decode::<DescribeQuorumResponse>(&mut buf, version).map_err(fail)?;
@@ -274,47 +278,47 @@ pub fn rewrite_response(
                 node.listeners
                     .retain_mut(|l| m.endpoint(id, &mut l.host, &mut l.port));
             }
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::Produce => {
             let mut r = decode::<ProduceResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::Fetch => {
             let mut r = decode::<FetchResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::ShareFetch => {
             let mut r = decode::<ShareFetchResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::ShareAcknowledge => {
             let mut r = decode::<ShareAcknowledgeResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::Vote => {
             let mut r = decode::<VoteResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::BeginQuorumEpoch => {
             let mut r = decode::<BeginQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::EndQuorumEpoch => {
             let mut r = decode::<EndQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         ApiKey::FetchSnapshot => {
             let mut r = decode::<FetchSnapshotResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
-            encode(&r, version)
+            out.frame(&r, version, &buf)
         }
         other => {
             return Err(fail(format!(
@@ -322,9 +326,7 @@ pub fn rewrite_response(
             )));
         }
     };
-    let mut body = body.map_err(fail)?;
-    body.extend_from_slice(&buf);
-    let frame = with_header(&header, header_version, &body).map_err(fail)?;
+    let frame = frame.map_err(fail)?;
     Ok(Rewritten {
         frame,
         changed: true,
@@ -372,6 +374,43 @@ pub(crate) fn encode<T: Encodable>(value: &T, version: i16) -> Result<BytesMut, 
         .encode(&mut body, version)
         .map_err(|e| e.to_string())?;
     Ok(body)
+}
+
+/// Encodes a rewritten response straight into one frame sized in advance:
+/// length prefix, the header, the body, and the bytes left after the body.
+/// (A Fetch response of megabytes is then copied once, not grown by
+/// doubling and copied again behind its header.)
+struct Framer<'a> {
+    header: &'a ResponseHeader,
+    header_version: i16,
+}
+
+impl Framer<'_> {
+    fn frame<T: Encodable>(&self, body: &T, version: i16, tail: &[u8]) -> Result<Bytes, String> {
+        let head = self
+            .header
+            .compute_size(self.header_version)
+            .map_err(|e| e.to_string())?;
+        let size = body.compute_size(version).map_err(|e| e.to_string())?;
+        let total = head + size + tail.len();
+        let prefix = i32::try_from(total).map_err(|_| "response too large".to_owned())?;
+        let mut frame = BytesMut::with_capacity(4 + total);
+        frame.put_i32(prefix);
+        self.header
+            .encode(&mut frame, self.header_version)
+            .map_err(|e| e.to_string())?;
+        body.encode(&mut frame, version)
+            .map_err(|e| e.to_string())?;
+        frame.put_slice(tail);
+        if frame.len() != 4 + total {
+            return Err(format!(
+                "encoded {} bytes where {} were computed",
+                frame.len() - 4,
+                total
+            ));
+        }
+        Ok(frame.freeze())
+    }
 }
 
 /// A response frame: length prefix, header, body.
