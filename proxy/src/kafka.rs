@@ -4,8 +4,10 @@
 //! - [`frame`]: length-prefixed frames and the request header fields routing needs
 //! - [`rewrite`]: broker endpoints in responses replaced by the proxy's own
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
+//! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
 
+mod codec;
 pub mod deny;
 pub mod frame;
 pub mod rewrite;

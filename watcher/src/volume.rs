@@ -310,19 +310,16 @@ fn arm(
                 Some(Wake::Rearm)
             }
             Ok(e) => {
-                let ours = e
-                    .paths
-                    .iter()
-                    .filter_map(|p| p.file_name())
-                    .any(|f| f == name.as_os_str() || f == "..data");
+                let watched = |p: &PathBuf| {
+                    p.file_name()
+                        .is_some_and(|f| f == name.as_os_str() || f == "..data")
+                };
+                let ours = e.paths.iter().any(watched);
+                // A rename's last path is where it landed.
                 let landed = matches!(
                     e.kind,
                     EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
-                ) && e
-                    .paths
-                    .last()
-                    .and_then(|p| p.file_name())
-                    .is_some_and(|f| f == name.as_os_str() || f == "..data");
+                ) && e.paths.last().is_some_and(watched);
                 if landed {
                     Some(Wake::Commit)
                 } else {

@@ -145,6 +145,14 @@ pub(super) fn failed(name: &str, generation: u64, reason: String, events: &Event
     }
 }
 
+/// Records a generation that failed to prepare in a reload that changes
+/// nothing: logged and counted like any failure, then forgotten, since no
+/// cluster keeps it (its metric series go with it).
+pub(super) fn discarded(name: &str, generation: u64, reason: String, events: &Events) {
+    let record = failed(name, generation, reason, events);
+    events.forget(name, generation, record.state);
+}
+
 /// Closes every listener no current generation uses. Connections accepted on
 /// them are untouched (they drain with their generation). Wait on the result
 /// (outside the lock) for the ports to be free again.

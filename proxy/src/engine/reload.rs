@@ -163,17 +163,11 @@ impl Engine {
                 Ok(p) => prepared.push(p),
                 Err(why) => {
                     let name = cluster.name.to_string();
-                    // The failures are logged and counted as transitions;
-                    // the generations themselves are not kept (nothing
-                    // changed), so their series go too.
-                    let f = prepare::failed(&name, generation, why.clone(), &self.events);
-                    self.events.forget(&name, generation, f.state);
+                    prepare::discarded(&name, generation, why.clone(), &self.events);
                     for p in prepared {
                         let other = p.runtime.name().to_owned();
-                        let number = p.runtime.generation;
                         let reason = format!("released: virtual cluster {name} failed to prepare");
-                        let f = prepare::failed(&other, number, reason, &self.events);
-                        self.events.forget(&other, number, f.state);
+                        prepare::discarded(&other, p.runtime.generation, reason, &self.events);
                     }
                     // Dropping the prepared generations closes every socket they bound.
                     return ReloadOutcome::Failed {

@@ -15,8 +15,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
+use super::codec::{decode, encode, with_header};
 use super::frame::{FrameError, RequestHeader};
-use super::rewrite::{decode, encode, with_header};
 
 /// APIs the proxy can answer with an error itself.
 pub const DENIABLE_APIS: &[ApiKey] = &[

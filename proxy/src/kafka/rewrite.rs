@@ -8,15 +8,17 @@
 //! must never be sent to an address the proxy does not serve) and reported.
 //! The output depends only on the input, so every replica writes the same bytes.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{
     ApiKey, BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
     EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, FindCoordinatorResponse,
     MetadataResponse, ProduceResponse, ResponseHeader, ShareAcknowledgeResponse,
     ShareFetchResponse, VoteResponse,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 
+pub use super::codec::MAX_TRAILING_BYTES;
+use super::codec::{Framer, decode, decode_walked};
 use super::frame::RequestHeader;
 use super::wire::{self, Checked};
 use crate::config::model::BrokerPorts;
@@ -280,13 +282,14 @@ pub fn rewrite_response(
             }
             out.frame(&r, version, &buf)
         }
+        // Walked above, by `endpoints_tagged`.
         ApiKey::Produce => {
-            let mut r = decode::<ProduceResponse>(&mut buf, version).map_err(fail)?;
+            let mut r = decode_walked::<ProduceResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
             out.frame(&r, version, &buf)
         }
         ApiKey::Fetch => {
-            let mut r = decode::<FetchResponse>(&mut buf, version).map_err(fail)?;
+            let mut r = decode_walked::<FetchResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
             out.frame(&r, version, &buf)
         }
@@ -347,87 +350,4 @@ fn endpoints_tagged(api: ApiKey) -> Option<&'static wire::Schema> {
         ApiKey::Fetch => Some(<FetchResponse as Checked>::SCHEMA),
         _ => None,
     }
-}
-
-/// Most bytes tolerated after a decoded message. Some peers add a byte or
-/// two the schema does not have (librdkafka's mock broker does, for Metadata
-/// v13); those are kept and sent on after the re-encoded body. More than this
-/// is not a message the proxy understands.
-pub const MAX_TRAILING_BYTES: usize = 16;
-
-/// Decodes a message body, leaving at most [`MAX_TRAILING_BYTES`] in `buf`
-/// for the caller to pass on. The body is checked against its layout first,
-/// so that no declared length makes the crate reserve memory the message
-/// does not back (see [`wire`](super::wire)).
-pub(crate) fn decode<T: Checked>(buf: &mut Bytes, version: i16) -> Result<T, String> {
-    wire::check(T::SCHEMA, version, buf).map_err(|e| e.to_string())?;
-    let value = T::decode(buf, version).map_err(|e| e.to_string())?;
-    if buf.len() > MAX_TRAILING_BYTES {
-        return Err(format!("{} bytes left over after the message", buf.len()));
-    }
-    Ok(value)
-}
-
-pub(crate) fn encode<T: Encodable>(value: &T, version: i16) -> Result<BytesMut, String> {
-    let mut body = BytesMut::new();
-    value
-        .encode(&mut body, version)
-        .map_err(|e| e.to_string())?;
-    Ok(body)
-}
-
-/// Encodes a rewritten response straight into one frame sized in advance:
-/// length prefix, the header, the body, and the bytes left after the body.
-/// (A Fetch response of megabytes is then copied once, not grown by
-/// doubling and copied again behind its header.)
-struct Framer<'a> {
-    header: &'a ResponseHeader,
-    header_version: i16,
-}
-
-impl Framer<'_> {
-    fn frame<T: Encodable>(&self, body: &T, version: i16, tail: &[u8]) -> Result<Bytes, String> {
-        let head = self
-            .header
-            .compute_size(self.header_version)
-            .map_err(|e| e.to_string())?;
-        let size = body.compute_size(version).map_err(|e| e.to_string())?;
-        let total = head + size + tail.len();
-        let prefix = i32::try_from(total).map_err(|_| "response too large".to_owned())?;
-        let mut frame = BytesMut::with_capacity(4 + total);
-        frame.put_i32(prefix);
-        self.header
-            .encode(&mut frame, self.header_version)
-            .map_err(|e| e.to_string())?;
-        body.encode(&mut frame, version)
-            .map_err(|e| e.to_string())?;
-        frame.put_slice(tail);
-        if frame.len() != 4 + total {
-            return Err(format!(
-                "encoded {} bytes where {} were computed",
-                frame.len() - 4,
-                total
-            ));
-        }
-        Ok(frame.freeze())
-    }
-}
-
-/// A response frame: length prefix, header, body.
-pub(crate) fn with_header(
-    header: &ResponseHeader,
-    header_version: i16,
-    body: &[u8],
-) -> Result<Bytes, String> {
-    let mut head = BytesMut::new();
-    header
-        .encode(&mut head, header_version)
-        .map_err(|e| e.to_string())?;
-    let size =
-        i32::try_from(head.len() + body.len()).map_err(|_| "response too large".to_owned())?;
-    let mut frame = BytesMut::with_capacity(4 + head.len() + body.len());
-    frame.put_i32(size);
-    frame.put_slice(&head);
-    frame.put_slice(body);
-    Ok(frame.freeze())
 }

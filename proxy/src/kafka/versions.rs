@@ -5,7 +5,8 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
 
-use super::rewrite::{RewriteError, decode, encode, with_header};
+use super::codec::{decode, encode, with_header};
+use super::rewrite::RewriteError;
 
 /// Rewrites an ApiVersions response frame: unknown APIs are removed, and the
 /// highest version of every API for which `decoded(api_key)` is true is
