@@ -1,13 +1,13 @@
 //! The command line: `check` and `diff`. Output goes to the writers passed in,
 //! so tests drive the same code in-process.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::config::{self, ConfigError, LocalFiles, MAX_CONFIG_BYTES, ValidConfig};
+use crate::config::{self, ConfigError, LocalFiles, ValidConfig, read_config};
 
 mod check;
 mod diff;
@@ -129,16 +129,6 @@ pub fn check(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit
 /// Runs `diff`, writing results to `out` and problems to `err`.
 pub fn diff(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
     ExitCode::from(diff::run(args, out, err))
-}
-
-/// Reads a configuration file, at most one byte over the size limit (the
-/// validator reports the excess); a failure is an I/O problem, exit 2.
-pub fn read_config(path: &Path) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_CONFIG_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// Reads and validates one file, with relative paths taken from its

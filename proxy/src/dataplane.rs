@@ -8,8 +8,8 @@
 //! - [`tls`]: rustls configurations from validated material
 
 mod buffer;
-pub mod cluster;
-pub mod connection;
-pub mod listener;
-pub mod tls;
-pub mod upstream;
+pub(crate) mod cluster;
+pub(crate) mod connection;
+pub(crate) mod listener;
+pub(crate) mod tls;
+pub(crate) mod upstream;

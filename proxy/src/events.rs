@@ -44,7 +44,7 @@ struct ClusterGeneration {
 
 /// How a reload ended, as counted in `sluice_config_reload_total{result}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReloadResult {
+pub(crate) enum ReloadResult {
     /// A new configuration is in force.
     Applied,
     /// Nothing to do: same configuration.
@@ -61,7 +61,7 @@ pub enum ReloadResult {
 
 impl ReloadResult {
     /// The label value and the status shown in `/admin/config/status`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ReloadResult::Applied => "applied",
             ReloadResult::Unchanged => "unchanged",
@@ -75,7 +75,7 @@ impl ReloadResult {
 
 /// The control plane's metrics, and the functions that report events.
 #[derive(Debug, Clone)]
-pub struct Events {
+pub(crate) struct Events {
     reloads: Family<ResultLabel, Counter>,
     reload_seconds: Histogram,
     config_info: Family<VersionLabel, Gauge>,
@@ -90,7 +90,7 @@ pub struct Events {
 
 impl Events {
     /// Registers the control-plane metrics.
-    pub fn new(metrics: &Metrics) -> Self {
+    pub(crate) fn new(metrics: &Metrics) -> Self {
         let e = Events {
             reloads: Family::default(),
             reload_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
@@ -140,7 +140,13 @@ impl Events {
     }
 
     /// A reload attempt ended.
-    pub fn reload(&self, result: ReloadResult, version: &str, duration: Duration, detail: &str) {
+    pub(crate) fn reload(
+        &self,
+        result: ReloadResult,
+        version: &str,
+        duration: Duration,
+        detail: &str,
+    ) {
         self.reloads
             .get_or_create(&ResultLabel {
                 result: result.as_str(),
@@ -191,7 +197,7 @@ impl Events {
     }
 
     /// A configuration version came into force.
-    pub fn config_in_force(&self, old: Option<&str>, new: &str) {
+    pub(crate) fn config_in_force(&self, old: Option<&str>, new: &str) {
         if let Some(old) = old {
             self.config_info.remove(&VersionLabel {
                 version: old.to_owned(),
@@ -205,7 +211,7 @@ impl Events {
     }
 
     /// A generation changed state.
-    pub fn transition(
+    pub(crate) fn transition(
         &self,
         cluster: &str,
         generation: u64,
@@ -247,7 +253,7 @@ impl Events {
     }
 
     /// A generation finished draining.
-    pub fn drained(&self, cluster: &str, generation: u64, took: Duration, forced: bool) {
+    pub(crate) fn drained(&self, cluster: &str, generation: u64, took: Duration, forced: bool) {
         self.drain_seconds.observe(took.as_secs_f64());
         self.generation_connections.remove(&ClusterGeneration {
             cluster: cluster.to_owned(),
@@ -274,7 +280,7 @@ impl Events {
     /// failed prepare of a reload that changed nothing, or a failed record
     /// replaced or removed): its state and connection series go, so that
     /// retries cannot grow the metrics without bound.
-    pub fn forget(&self, cluster: &str, generation: u64, state: State) {
+    pub(crate) fn forget(&self, cluster: &str, generation: u64, state: State) {
         self.count_state(cluster, state, -1);
         self.generation_connections.remove(&ClusterGeneration {
             cluster: cluster.to_owned(),
@@ -310,7 +316,7 @@ impl Events {
     }
 
     /// The gauge of open connections of one generation.
-    pub fn generation_gauge(&self, cluster: &str, generation: u64) -> Gauge {
+    pub(crate) fn generation_gauge(&self, cluster: &str, generation: u64) -> Gauge {
         self.generation_connections
             .get_or_create_owned(&ClusterGeneration {
                 cluster: cluster.to_owned(),

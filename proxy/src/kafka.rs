@@ -14,25 +14,38 @@ pub mod rewrite;
 pub mod versions;
 pub mod wire;
 
-use std::sync::OnceLock;
-
-use kafka_protocol::messages::ApiKey;
-
 /// Kafka's name for an API key (`Metadata`, `Produce`, ...), or `Unknown`.
 pub fn api_name(key: i16) -> &'static str {
-    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        let max = ApiKey::iter().map(|k| k as i16).max().unwrap_or(0);
-        (0..=max)
-            .map(|k| match ApiKey::try_from(k) {
-                Ok(api) => &*format!("{api:?}").leak(),
-                Err(()) => "Unknown",
-            })
-            .collect()
-    });
-    usize::try_from(key)
-        .ok()
-        .and_then(|k| names.get(k))
-        .copied()
-        .unwrap_or("Unknown")
+    sluice_config::apis::name(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::ApiKey;
+    use sluice_config::apis::{self, Handling};
+
+    #[test]
+    fn the_api_table_is_kafka_protocols_list() {
+        let crate_list: Vec<(i16, String)> = ApiKey::iter()
+            .map(|k| (k as i16, format!("{k:?}")))
+            .collect();
+        let table: Vec<(i16, String)> = apis::KAFKA_APIS
+            .iter()
+            .map(|a| (a.key, a.name.to_owned()))
+            .collect();
+        assert_eq!(
+            table, crate_list,
+            "sluice-config's apis table must list kafka-protocol's APIs"
+        );
+    }
+
+    #[test]
+    fn only_api_versions_is_capped() {
+        let capped: Vec<_> = apis::KAFKA_APIS
+            .iter()
+            .filter(|a| a.handling == Handling::Capped)
+            .map(|a| a.key)
+            .collect();
+        assert_eq!(capped, [ApiKey::ApiVersions as i16]);
+    }
 }

@@ -1,7 +1,6 @@
 //! `sluice-proxy`: a Kafka proxy whose configuration changes without restarts.
 //!
-//! - [`config`]: the one definition of a valid configuration, its version and diff
-//! - [`filter`]: the request filter chain and its registry
+//! - `filter`: the request filter chain, built from `sluice-config`'s specs
 //! - [`kafka`]: framing, address rewriting, ApiVersions capping, error responses
 //! - [`dataplane`]: listeners, connections and upstream access
 //! - [`metrics`]: the Prometheus registry
@@ -14,14 +13,16 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+/// The configuration crate, under the name the proxy's modules use.
+pub use sluice_config as config;
+
 pub mod admin;
 pub mod cli;
-pub mod config;
-pub mod dataplane;
+mod dataplane;
 pub mod engine;
-pub mod events;
-pub mod filter;
+mod events;
+mod filter;
 pub mod kafka;
-pub mod lifecycle;
+mod lifecycle;
 pub mod metrics;
 pub mod server;

@@ -10,7 +10,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AppState};
-use crate::cli::read_config;
+use crate::config::read_config;
 use crate::config::{self, ConfigError, LocalFiles};
 use crate::engine::{Engine, ReloadOutcome, StartError};
 use crate::metrics::Metrics;

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{
     api_versions_response, create_topics_request, delete_topics_request,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use sluice_proxy::filter::deny_apis::POLICY_VIOLATION;
+use sluice_proxy::kafka::deny::POLICY_VIOLATION;
 use sluice_proxy::kafka::deny::{DENIABLE_APIS, deny_response};
 use sluice_proxy::kafka::frame::{RequestHeader, request_header};
 use sluice_proxy::kafka::versions::cap_api_versions;
@@ -147,7 +147,7 @@ fn create_topics_is_refused_per_topic_in_every_version() {
 
 #[test]
 fn every_deniable_api_answers_its_default_request_in_every_version() {
-    for api in DENIABLE_APIS {
+    for api in DENIABLE_APIS.iter() {
         let range = api.valid_versions();
         for v in range.min..=range.max {
             let frame = default_request(*api, v);

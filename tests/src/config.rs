@@ -31,5 +31,5 @@ pub fn watched(admin: &str, port: u16, n: u32) -> String {
 
 /// The configuration version of some text, as the proxy reports it.
 pub fn version(text: &str) -> String {
-    sluice_proxy::config::ConfigVersion::of(text.as_bytes()).to_string()
+    sluice_config::ConfigVersion::of(text.as_bytes()).to_string()
 }

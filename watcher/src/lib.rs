@@ -2,8 +2,8 @@
 //! `..data` swap, or a plain file changing), waits this pod's own delay, and
 //! asks the proxy to validate and then reload it, retrying with backoff.
 //!
-//! - [`volume`]: watching one file for new content (also used by the webhook
-//!   to pick up rotated certificates)
+//! - `volume`: watching one file for new content, from `sluice-volume`
+//!   (shared with the webhook, which picks up rotated certificates with it)
 //! - [`schedule`]: this pod's slot and delay
 //! - [`client`]: the proxy's admin API
 //! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
@@ -23,4 +23,5 @@ pub mod metrics;
 pub mod retry;
 pub mod run;
 pub mod schedule;
-pub mod volume;
+/// Watching one file for new content (the shared leaf crate).
+pub use sluice_volume::watch as volume;

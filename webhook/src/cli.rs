@@ -132,7 +132,7 @@ impl Args {
             max_errors: self.max_errors,
             read_timeout: self.read_timeout,
             shutdown_grace: self.shutdown_grace,
-            watch: sluice_watcher::volume::WatchOptions::default(),
+            watch: sluice_volume::watch::WatchOptions::default(),
         }
     }
 }

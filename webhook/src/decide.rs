@@ -1,6 +1,6 @@
 //! The verdict on one admission request, as a pure function: the request and
 //! a [`Policy`] in, a [`Decision`] out. The configuration is judged by
-//! `sluice_proxy::config::validate` and nothing else; the only I/O is through
+//! `sluice_config::validate` and nothing else; the only I/O is through
 //! the policy's [`FileSource`], which the caller chooses.
 //!
 //! - `configmap`: the configuration's bytes from a ConfigMap object
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, Operation};
-use sluice_proxy::config::{ConfigVersion, FileSource, ValidConfig, diff, validate};
+use sluice_config::{ConfigVersion, FileSource, ValidConfig, diff, validate};
 
 mod configmap;
 mod message;

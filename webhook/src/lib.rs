@@ -1,6 +1,6 @@
 //! `sluice-webhook`: a Kubernetes validating admission webhook that rejects
 //! a ConfigMap holding an invalid proxy configuration before it persists. It
-//! judges with the proxy's own validator (`sluice_proxy::config`), never with
+//! judges with the proxy's own validator (`sluice-config`), never with
 //! a copy of its rules, so `kubectl apply`, `sluice-proxy check` and the
 //! proxy's admin API give the same verdict and the same messages.
 //!

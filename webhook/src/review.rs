@@ -83,7 +83,7 @@ mod tests {
     use std::sync::Arc;
 
     use serde_json::{Value, json};
-    use sluice_proxy::config::PathsOnly;
+    use sluice_config::PathsOnly;
 
     use super::*;
 

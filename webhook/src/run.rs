@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sluice_proxy::config::{FileSource, LocalFiles, PathsOnly};
-use sluice_watcher::volume::{WatchError, WatchOptions};
+use sluice_config::{FileSource, LocalFiles, PathsOnly};
+use sluice_volume::watch::{WatchError, WatchOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;

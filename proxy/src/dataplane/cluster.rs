@@ -21,7 +21,7 @@ use crate::metrics::{ClusterMetrics, Metrics};
 
 /// An upstream node's address as the upstream cluster announces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeAddr {
+pub(crate) struct NodeAddr {
     /// Host name or IP.
     pub host: String,
     /// Port.
@@ -29,7 +29,7 @@ pub struct NodeAddr {
 }
 
 /// A running generation of a virtual cluster.
-pub struct ClusterRuntime {
+pub(crate) struct ClusterRuntime {
     /// The cluster's configuration.
     pub config: VirtualCluster,
     /// Increases with every reload that touches the cluster.
@@ -74,7 +74,7 @@ impl std::fmt::Debug for ClusterRuntime {
 
 impl ClusterRuntime {
     /// Builds everything a generation needs except its listeners.
-    pub fn prepare(
+    pub(crate) fn prepare(
         config: &VirtualCluster,
         generation: u64,
         metrics: &Arc<Metrics>,
@@ -90,7 +90,7 @@ impl ClusterRuntime {
         };
         let mut decoded: HashSet<i16> = REWRITTEN_APIS.iter().map(|k| *k as i16).collect();
         for filter in &config.filters {
-            decoded.extend(filter.filter.decoded_apis());
+            decoded.extend(filter.decoded_apis());
         }
         decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
         Ok(Arc::new(ClusterRuntime {
@@ -98,11 +98,7 @@ impl ClusterRuntime {
                 &config.gateway.advertised_host.to_string(),
                 config.gateway.broker_ports,
             ),
-            filters: config
-                .filters
-                .iter()
-                .map(|f| Arc::clone(&f.filter))
-                .collect(),
+            filters: config.filters.iter().map(crate::filter::build).collect(),
             metrics: metrics.cluster(config.name.as_str()),
             config: config.clone(),
             generation,
@@ -123,7 +119,7 @@ impl ClusterRuntime {
 
     /// Starts from what an earlier generation learned about the same
     /// upstream, so its clients' broker connections need no lookup.
-    pub fn inherit_nodes(&self, earlier: &ClusterRuntime) {
+    pub(crate) fn inherit_nodes(&self, earlier: &ClusterRuntime) {
         if earlier.config.upstream != self.config.upstream {
             return;
         }
@@ -141,7 +137,7 @@ impl ClusterRuntime {
     /// Tells every connection to finish: each stops taking requests at a
     /// random moment within `spread`, so clients do not all reconnect at once,
     /// and closes once its in-flight requests are answered.
-    pub fn begin_drain(&self, spread: Duration) {
+    pub(crate) fn begin_drain(&self, spread: Duration) {
         let ms = u64::try_from(spread.as_millis()).unwrap_or(u64::MAX);
         self.drain_spread_ms.store(ms, Ordering::Release);
         self.connections.close();
@@ -149,22 +145,22 @@ impl ClusterRuntime {
     }
 
     /// The window draining connections spread their closes over.
-    pub fn drain_spread(&self) -> Duration {
+    pub(crate) fn drain_spread(&self) -> Duration {
         Duration::from_millis(self.drain_spread_ms.load(Ordering::Acquire))
     }
 
     /// The cluster's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.config.name.as_str()
     }
 
     /// Whether the proxy decodes this API, so ApiVersions must cap it.
-    pub fn decodes(&self, api_key: i16) -> bool {
+    pub(crate) fn decodes(&self, api_key: i16) -> bool {
         self.decoded.contains(&api_key)
     }
 
     /// Admits one more connection unless `limits.maxConnections` are open.
-    pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Admitted> {
         let max = self.config.limits.max_connections as usize;
         let admitted = self
             .active
@@ -183,12 +179,12 @@ impl ClusterRuntime {
     }
 
     /// Connections open now.
-    pub fn active_connections(&self) -> usize {
+    pub(crate) fn active_connections(&self) -> usize {
         self.active.load(Ordering::Acquire)
     }
 
     /// Records upstream node addresses seen in a response.
-    pub fn learn(&self, learned: &[Learned]) {
+    pub(crate) fn learn(&self, learned: &[Learned]) {
         let fresh: Vec<(i32, NodeAddr)> = {
             let nodes = self
                 .nodes
@@ -219,7 +215,7 @@ impl ClusterRuntime {
     }
 
     /// Reports node ids outside the port range, once each per generation.
-    pub fn unmapped(&self, ids: &[i32]) {
+    pub(crate) fn unmapped(&self, ids: &[i32]) {
         for id in ids {
             self.metrics.unknown_nodes.inc();
             let first = self
@@ -241,7 +237,7 @@ impl ClusterRuntime {
     }
 
     /// Where upstream node `id` lives, if known.
-    pub fn node(&self, id: i32) -> Option<NodeAddr> {
+    pub(crate) fn node(&self, id: i32) -> Option<NodeAddr> {
         self.nodes
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -251,7 +247,7 @@ impl ClusterRuntime {
 
     /// The bootstrap servers, starting at a different one each call so load
     /// spreads and a dead first server does not slow every connection.
-    pub fn bootstrap_order(&self) -> Vec<&HostPort> {
+    pub(crate) fn bootstrap_order(&self) -> Vec<&HostPort> {
         let servers = &self.config.upstream.bootstrap_servers;
         let start = self.next_bootstrap.fetch_add(1, Ordering::Relaxed) % servers.len().max(1);
         servers
@@ -265,7 +261,7 @@ impl ClusterRuntime {
 
 /// One admitted connection; dropping it frees the slot.
 #[derive(Debug)]
-pub struct Admitted(Arc<ClusterRuntime>);
+pub(crate) struct Admitted(Arc<ClusterRuntime>);
 
 impl Drop for Admitted {
     fn drop(&mut self) {

@@ -43,7 +43,7 @@ const API_VERSIONS: i16 = 18;
 
 /// What a listener port leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// The bootstrap port: any upstream bootstrap server.
     Bootstrap,
     /// A broker port: that upstream node.
@@ -104,7 +104,12 @@ impl ConnError {
 }
 
 /// Serves one accepted client connection to its end.
-pub async fn serve(tcp: TcpStream, peer: SocketAddr, cluster: Arc<ClusterRuntime>, role: Role) {
+pub(crate) async fn serve(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    cluster: Arc<ClusterRuntime>,
+    role: Role,
+) {
     let Some(_admitted) = cluster.admit() else {
         tracing::debug!(cluster = %cluster.name(), %peer, "connection refused: maxConnections reached");
         return;

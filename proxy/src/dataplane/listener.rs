@@ -21,7 +21,7 @@ const BACKLOG: u32 = 1024;
 
 /// Where a port's connections go.
 #[derive(Debug, Clone)]
-pub struct Route {
+pub(crate) struct Route {
     /// The generation serving the port.
     pub cluster: Arc<ClusterRuntime>,
     /// Bootstrap or which broker.
@@ -30,7 +30,7 @@ pub struct Route {
 
 /// Binds `addr` (with `SO_REUSEADDR`, so a port in TIME_WAIT can be taken
 /// again at once) without accepting yet.
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -43,7 +43,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// A bound socket with its accept loop.
 #[derive(Debug)]
-pub struct Listener {
+pub(crate) struct Listener {
     addr: SocketAddr,
     route: watch::Sender<Option<Route>>,
     /// Stops the accept loop when dropped.
@@ -54,7 +54,7 @@ pub struct Listener {
 /// A listener being closed: its accept loop owns the socket, so the port is
 /// free once the loop has ended.
 #[derive(Debug)]
-pub struct Closing {
+pub(crate) struct Closing {
     addr: SocketAddr,
     closed: mpsc::Receiver<()>,
 }
@@ -62,7 +62,7 @@ pub struct Closing {
 impl Closing {
     /// Blocks (on a blocking thread, not a runtime worker) until the socket
     /// is closed, for at most `timeout`; false if it was not closed in time.
-    pub fn wait(self, timeout: Duration) -> bool {
+    pub(crate) fn wait(self, timeout: Duration) -> bool {
         // A loop dropped without sending (runtime shutting down) dropped the
         // socket with it: closed too.
         !matches!(
@@ -72,7 +72,7 @@ impl Closing {
     }
 
     /// The address being released.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 }
@@ -81,7 +81,7 @@ impl Listener {
     /// Starts accepting on a bound socket (the accept loop runs on
     /// `tracker`); connections follow `route` and run on their generation's
     /// tracker, so a drain can wait for exactly its own.
-    pub fn start(socket: TcpListener, route: Route, tracker: &TaskTracker) -> Self {
+    pub(crate) fn start(socket: TcpListener, route: Route, tracker: &TaskTracker) -> Self {
         let addr = socket
             .local_addr()
             .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -102,24 +102,14 @@ impl Listener {
         }
     }
 
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Sends new connections to another generation; open ones are untouched.
-    pub fn set_route(&self, route: Route) {
+    pub(crate) fn set_route(&self, route: Route) {
         self.route.send_replace(Some(route));
-    }
-
-    /// The generation new connections go to.
-    pub fn route(&self) -> Option<Route> {
-        self.route.borrow().clone()
     }
 
     /// Stops accepting and closes the socket; open connections are untouched.
     /// Wait on the result where the port must be free again before going on.
-    pub fn close(self) -> Closing {
+    pub(crate) fn close(self) -> Closing {
         let Listener {
             addr, stop, closed, ..
         } = self;

@@ -12,7 +12,7 @@ use crate::config::tls::{ClientMaterial, ServerMaterial};
 
 /// Building a TLS configuration failed.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     /// rustls refused the material.
     #[error("tls configuration: {0}")]
     Rustls(#[from] rustls::Error),
@@ -42,7 +42,7 @@ fn roots(
 }
 
 /// The acceptor for a cluster's client-facing listeners; mTLS when client CAs are set.
-pub fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
+pub(crate) fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
     let builder =
         ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
     let builder = if material.client_roots.is_empty() {
@@ -59,7 +59,7 @@ pub fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
 }
 
 /// The connector towards a cluster's upstream brokers.
-pub fn connector(material: &ClientMaterial) -> Result<TlsConnector, TlsError> {
+pub(crate) fn connector(material: &ClientMaterial) -> Result<TlsConnector, TlsError> {
     let store = match &material.roots {
         Some(certs) => roots(certs)?,
         None => {

@@ -19,22 +19,22 @@ use crate::kafka::rewrite::Learned;
 use crate::kafka::wire::{self, Checked};
 
 /// How long connecting (TCP and TLS) to a broker may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the proxy's own metadata lookup may take.
-pub const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest response the proxy's own client accepts.
 const MAX_OWN_RESPONSE: usize = 16 * 1024 * 1024;
 
 /// A byte stream to a peer, plain or TLS.
-pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// A boxed stream.
-pub type BoxIo = Box<dyn Io>;
+pub(crate) type BoxIo = Box<dyn Io>;
 
 /// Reaching the upstream cluster failed.
 #[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
+pub(crate) enum UpstreamError {
     /// TCP connect failed.
     #[error("connect to {addr}: {source}")]
     Connect {
@@ -71,7 +71,7 @@ pub enum UpstreamError {
 }
 
 /// Connects to one broker, with TLS when the cluster's upstream uses it.
-pub async fn connect(
+pub(crate) async fn connect(
     cluster: &ClusterRuntime,
     host: &str,
     port: u16,
@@ -118,7 +118,9 @@ pub async fn connect(
 }
 
 /// Connects to the first reachable bootstrap server.
-pub async fn connect_bootstrap(cluster: &ClusterRuntime) -> Result<(BoxIo, String), UpstreamError> {
+pub(crate) async fn connect_bootstrap(
+    cluster: &ClusterRuntime,
+) -> Result<(BoxIo, String), UpstreamError> {
     let mut last = None;
     for server in cluster.bootstrap_order() {
         let host = server.host.to_string();
@@ -137,7 +139,10 @@ pub async fn connect_bootstrap(cluster: &ClusterRuntime) -> Result<(BoxIo, Strin
 
 /// Where node `id` lives: learned from earlier responses, or asked of the
 /// upstream cluster now.
-pub async fn node_address(cluster: &ClusterRuntime, id: i32) -> Result<NodeAddr, UpstreamError> {
+pub(crate) async fn node_address(
+    cluster: &ClusterRuntime,
+    id: i32,
+) -> Result<NodeAddr, UpstreamError> {
     if let Some(addr) = cluster.node(id) {
         return Ok(addr);
     }

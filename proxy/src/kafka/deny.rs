@@ -2,6 +2,8 @@
 //! Each names every resource of the request with the error, so clients report
 //! it per topic, group or resource like a broker's own refusal.
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, ApiKey, CreateAclsRequest, CreateAclsResponse,
@@ -14,22 +16,22 @@ use kafka_protocol::messages::{
     delete_topics_response, incremental_alter_configs_response,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
+use sluice_config::apis;
 
 use super::codec::{decode, encode, with_header};
 use super::frame::{FrameError, RequestHeader};
 
-/// APIs the proxy can answer with an error itself.
-pub const DENIABLE_APIS: &[ApiKey] = &[
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::DeleteRecords,
-    ApiKey::CreatePartitions,
-    ApiKey::DeleteGroups,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-];
+/// APIs the proxy can answer with an error itself: those the `apis` table
+/// of `sluice-config` marks deniable (a test checks each has an answer here).
+pub static DENIABLE_APIS: LazyLock<Vec<ApiKey>> = LazyLock::new(|| {
+    apis::deniable()
+        .filter_map(|a| ApiKey::try_from(a.key).ok())
+        .collect()
+});
+
+/// Kafka's POLICY_VIOLATION: the request breaks a configured policy; clients
+/// surface it and do not retry. What `deny-apis` answers with.
+pub const POLICY_VIOLATION: i16 = 44;
 
 const MESSAGE: &str = "denied by the proxy's deny-apis filter";
 

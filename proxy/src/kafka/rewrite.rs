@@ -9,6 +9,8 @@
 //! The output depends only on the input, so every replica writes the same bytes.
 
 use bytes::Bytes;
+use std::sync::LazyLock;
+
 use kafka_protocol::messages::{
     ApiKey, BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
     EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, FindCoordinatorResponse,
@@ -16,6 +18,7 @@ use kafka_protocol::messages::{
     ShareFetchResponse, VoteResponse,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
+use sluice_config::apis;
 
 pub use super::codec::MAX_TRAILING_BYTES;
 use super::codec::{Framer, decode, decode_walked};
@@ -81,44 +84,20 @@ pub struct Rewritten {
     pub unmapped: Vec<i32>,
 }
 
-/// Whether responses of this API at this version carry broker endpoints.
-/// Produce carries them from v10 and Fetch from v16 (KIP-951).
+/// Whether responses of this API at this version carry broker endpoints
+/// (the `apis` table of `sluice-config`: Produce from v10 and Fetch from v16,
+/// KIP-951).
 pub fn rewrites(api_key: i16, api_version: i16) -> bool {
-    match ApiKey::try_from(api_key) {
-        Ok(ApiKey::Produce) => api_version >= 10,
-        Ok(ApiKey::Fetch) => api_version >= 16,
-        Ok(
-            ApiKey::Metadata
-            | ApiKey::FindCoordinator
-            | ApiKey::DescribeCluster
-            | ApiKey::DescribeQuorum
-            | ApiKey::ShareFetch
-            | ApiKey::ShareAcknowledge
-            | ApiKey::Vote
-            | ApiKey::BeginQuorumEpoch
-            | ApiKey::EndQuorumEpoch
-            | ApiKey::FetchSnapshot,
-        ) => true,
-        _ => false,
-    }
+    apis::by_key(api_key).is_some_and(|a| a.rewritten_at(api_version))
 }
 
 /// APIs whose responses may be rewritten; their versions are capped in
-/// ApiVersions to what the proxy can decode.
-pub const REWRITTEN_APIS: &[ApiKey] = &[
-    ApiKey::Produce,
-    ApiKey::Fetch,
-    ApiKey::Metadata,
-    ApiKey::FindCoordinator,
-    ApiKey::DescribeCluster,
-    ApiKey::DescribeQuorum,
-    ApiKey::ShareFetch,
-    ApiKey::ShareAcknowledge,
-    ApiKey::Vote,
-    ApiKey::BeginQuorumEpoch,
-    ApiKey::EndQuorumEpoch,
-    ApiKey::FetchSnapshot,
-];
+/// ApiVersions to what the proxy can decode. Read from the `apis` table.
+pub static REWRITTEN_APIS: LazyLock<Vec<ApiKey>> = LazyLock::new(|| {
+    apis::rewritten()
+        .filter_map(|a| ApiKey::try_from(a.key).ok())
+        .collect()
+});
 
 /// Records learned addresses and rewrites endpoints in place.
 struct Mapper<'a> {

@@ -2,7 +2,7 @@
 //! `sluice-proxy check` prints it (`proxy.yaml:14:7: path: message`), capped
 //! so a configuration with hundreds of errors still gives a readable answer.
 
-use sluice_proxy::config::ConfigError;
+use sluice_config::ConfigError;
 
 /// Longest error line kept whole; longer ones (a huge unknown key quoted back,
 /// say) are cut with `…`.

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use sluice_proxy::config::{ConfigVersion, ValidConfig};
+use sluice_config::{ConfigVersion, ValidConfig};
 
 /// How many configurations are kept. Each is shared with nothing else once
 /// evicted; a 1,000-cluster configuration takes a few megabytes.

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::STANDARD;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use serde_json::{Value, json};
-use sluice_proxy::config::{MemoryFiles, PathsOnly};
+use sluice_config::{MemoryFiles, PathsOnly};
 
 use super::*;
 

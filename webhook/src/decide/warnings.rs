@@ -1,8 +1,8 @@
 //! UPDATE warnings: what a reload from the old configuration to the new one
-//! will do, from `sluice_proxy::config::diff`. Kubernetes asks for warnings of
+//! will do, from `sluice_config::diff`. Kubernetes asks for warnings of
 //! at most 120 characters and few of them; the most disruptive come first.
 
-use sluice_proxy::config::ConfigDiff;
+use sluice_config::ConfigDiff;
 
 use super::message::cap;
 

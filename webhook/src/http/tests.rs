@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use sluice_proxy::config::PathsOnly;
+use sluice_config::PathsOnly;
 use tower::ServiceExt;
 
 use super::*;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_watcher::volume::{VolumeWatcher, WatchError, WatchOptions};
+use sluice_volume::watch::{VolumeWatcher, WatchError, WatchOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::{CertError, CertResolver, parse};

@@ -1,12 +1,11 @@
 //! Offline parity: every file of the invalid-config corpus, wrapped in a
 //! ConfigMap AdmissionReview, is denied by the webhook with exactly the
-//! errors `sluice-proxy check` prints for it (driven in-process here) and
+//! errors `sluice-proxy check` prints for it (the real binary) and
 //! its `.expected` twin lists, which the CLI and admin API tests hold too.
 
 use std::path::{Path, PathBuf};
 
-use clap::Parser as _;
-use sluice_proxy::cli::{Cli, Command};
+use std::process::Command;
 
 use crate::harness::{Pki, Webhook, repo, review_with};
 
@@ -35,16 +34,18 @@ fn in_proxy_yaml(expected: &str) -> String {
 /// file name replaced by `proxy.yaml`; `None` when it finds the file valid.
 fn cli_errors(file: &Path, paths_only: bool) -> Option<Vec<String>> {
     let name = file.display().to_string();
-    let mut argv = vec!["sluice-proxy".to_owned(), "check".to_owned(), name.clone()];
+    // The webhook does not depend on the proxy crate: the real binary, built
+    // beside this one (`scripts/test` builds every binary first), is run.
+    let proxy = Path::new(env!("CARGO_BIN_EXE_sluice-webhook")).with_file_name("sluice-proxy");
+    let mut cmd = Command::new(&proxy);
+    cmd.arg("check").arg(&name);
     if paths_only {
-        argv.push("--paths-only".to_owned());
+        cmd.arg("--paths-only");
     }
-    let Command::Check(args) = Cli::try_parse_from(argv).expect("check arguments").command else {
-        panic!("not the check command");
-    };
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let _ = sluice_proxy::cli::check(&args, &mut out, &mut err);
-    let out = String::from_utf8(out).expect("utf-8 output");
+    let run = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", proxy.display()));
+    let out = String::from_utf8(run.stdout).expect("utf-8 output");
     if out.starts_with(&format!("{name}: valid, ")) {
         return None;
     }

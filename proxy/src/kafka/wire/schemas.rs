@@ -64,220 +64,6 @@ pub(super) static API_VERSIONS_RESPONSE_API_VERSION: Schema = Schema {
     tagged: &[],
 };
 
-/// `MetadataResponse`.
-pub(super) static METADATA_RESPONSE: Schema = Schema {
-    name: "MetadataResponse",
-    versions: (0, 13),
-    flexible: 9,
-    fields: &[
-        field("throttle_time_ms", 3, MAX, Ty::Fixed(4)),
-        field("brokers", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_BROKER))),
-        field("cluster_id", 2, MAX, Ty::String),
-        field("controller_id", 1, MAX, Ty::Fixed(4)),
-        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_TOPIC))),
-        field("cluster_authorized_operations", 8, 10, Ty::Fixed(4)),
-        field("error_code", 13, MAX, Ty::Fixed(2)),
-    ],
-    tagged: &[],
-};
-
-/// `MetadataResponseTopic`.
-pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_TOPIC: Schema = Schema {
-    name: "MetadataResponseTopic",
-    versions: (0, 13),
-    flexible: 9,
-    fields: &[
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("name", 0, MAX, Ty::String),
-        field("topic_id", 10, MAX, Ty::Fixed(16)),
-        field("is_internal", 1, MAX, Ty::Fixed(1)),
-        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_PARTITION))),
-        field("topic_authorized_operations", 8, MAX, Ty::Fixed(4)),
-    ],
-    tagged: &[],
-};
-
-/// `MetadataResponsePartition`.
-pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_PARTITION: Schema = Schema {
-    name: "MetadataResponsePartition",
-    versions: (0, 13),
-    flexible: 9,
-    fields: &[
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("partition_index", 0, MAX, Ty::Fixed(4)),
-        field("leader_id", 0, MAX, Ty::Fixed(4)),
-        field("leader_epoch", 7, MAX, Ty::Fixed(4)),
-        field("replica_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
-        field("isr_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
-        field("offline_replicas", 5, MAX, Ty::Array(&Ty::Fixed(4))),
-    ],
-    tagged: &[],
-};
-
-/// `MetadataResponseBroker`.
-pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_BROKER: Schema = Schema {
-    name: "MetadataResponseBroker",
-    versions: (0, 13),
-    flexible: 9,
-    fields: &[
-        field("node_id", 0, MAX, Ty::Fixed(4)),
-        field("host", 0, MAX, Ty::String),
-        field("port", 0, MAX, Ty::Fixed(4)),
-        field("rack", 1, MAX, Ty::String),
-    ],
-    tagged: &[],
-};
-
-/// `FindCoordinatorResponse`.
-pub(super) static FIND_COORDINATOR_RESPONSE: Schema = Schema {
-    name: "FindCoordinatorResponse",
-    versions: (0, 6),
-    flexible: 3,
-    fields: &[
-        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
-        field("error_code", 0, 3, Ty::Fixed(2)),
-        field("error_message", 1, 3, Ty::String),
-        field("node_id", 0, 3, Ty::Fixed(4)),
-        field("host", 0, 3, Ty::String),
-        field("port", 0, 3, Ty::Fixed(4)),
-        field("coordinators", 4, MAX, Ty::Array(&Ty::Struct(&FIND_COORDINATOR_RESPONSE_COORDINATOR))),
-    ],
-    tagged: &[],
-};
-
-/// `Coordinator`.
-pub(super) static FIND_COORDINATOR_RESPONSE_COORDINATOR: Schema = Schema {
-    name: "Coordinator",
-    versions: (0, 6),
-    flexible: 3,
-    fields: &[
-        field("key", 4, MAX, Ty::String),
-        field("node_id", 4, MAX, Ty::Fixed(4)),
-        field("host", 4, MAX, Ty::String),
-        field("port", 4, MAX, Ty::Fixed(4)),
-        field("error_code", 4, MAX, Ty::Fixed(2)),
-        field("error_message", 4, MAX, Ty::String),
-    ],
-    tagged: &[],
-};
-
-/// `DescribeClusterResponse`.
-pub(super) static DESCRIBE_CLUSTER_RESPONSE: Schema = Schema {
-    name: "DescribeClusterResponse",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("endpoint_type", 1, MAX, Ty::Fixed(1)),
-        field("cluster_id", 0, MAX, Ty::String),
-        field("controller_id", 0, MAX, Ty::Fixed(4)),
-        field("brokers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLUSTER_RESPONSE_DESCRIBE_CLUSTER_BROKER))),
-        field("cluster_authorized_operations", 0, MAX, Ty::Fixed(4)),
-    ],
-    tagged: &[],
-};
-
-/// `DescribeClusterBroker`.
-pub(super) static DESCRIBE_CLUSTER_RESPONSE_DESCRIBE_CLUSTER_BROKER: Schema = Schema {
-    name: "DescribeClusterBroker",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("broker_id", 0, MAX, Ty::Fixed(4)),
-        field("host", 0, MAX, Ty::String),
-        field("port", 0, MAX, Ty::Fixed(4)),
-        field("rack", 0, MAX, Ty::String),
-        field("is_fenced", 2, MAX, Ty::Fixed(1)),
-    ],
-    tagged: &[],
-};
-
-/// `DescribeQuorumResponse`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE: Schema = Schema {
-    name: "DescribeQuorumResponse",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 2, MAX, Ty::String),
-        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA))),
-        field("nodes", 2, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_NODE))),
-    ],
-    tagged: &[],
-};
-
-/// `Node`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE_NODE: Schema = Schema {
-    name: "Node",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("node_id", 2, MAX, Ty::Fixed(4)),
-        field("listeners", 2, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_LISTENER))),
-    ],
-    tagged: &[],
-};
-
-/// `Listener`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE_LISTENER: Schema = Schema {
-    name: "Listener",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("name", 2, MAX, Ty::String),
-        field("host", 2, MAX, Ty::String),
-        field("port", 2, MAX, Ty::Fixed(2)),
-    ],
-    tagged: &[],
-};
-
-/// `TopicData`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA: Schema = Schema {
-    name: "TopicData",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("topic_name", 0, MAX, Ty::String),
-        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA))),
-    ],
-    tagged: &[],
-};
-
-/// `PartitionData`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA: Schema = Schema {
-    name: "PartitionData",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("partition_index", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 2, MAX, Ty::String),
-        field("leader_id", 0, MAX, Ty::Fixed(4)),
-        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
-        field("high_watermark", 0, MAX, Ty::Fixed(8)),
-        field("current_voters", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE))),
-        field("observers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE))),
-    ],
-    tagged: &[],
-};
-
-/// `ReplicaState`.
-pub(super) static DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE: Schema = Schema {
-    name: "ReplicaState",
-    versions: (0, 2),
-    flexible: 0,
-    fields: &[
-        field("replica_id", 0, MAX, Ty::Fixed(4)),
-        field("replica_directory_id", 2, MAX, Ty::Fixed(16)),
-        field("log_end_offset", 0, MAX, Ty::Fixed(8)),
-        field("last_fetch_timestamp", 1, MAX, Ty::Fixed(8)),
-        field("last_caught_up_timestamp", 1, MAX, Ty::Fixed(8)),
-    ],
-    tagged: &[],
-};
-
 /// `ProduceResponse`.
 pub(super) static PRODUCE_RESPONSE: Schema = Schema {
     name: "ProduceResponse",
@@ -475,154 +261,99 @@ pub(super) static FETCH_RESPONSE_ABORTED_TRANSACTION: Schema = Schema {
     tagged: &[],
 };
 
-/// `ShareFetchResponse`.
-pub(super) static SHARE_FETCH_RESPONSE: Schema = Schema {
-    name: "ShareFetchResponse",
-    versions: (1, 1),
-    flexible: 1,
+/// `MetadataResponse`.
+pub(super) static METADATA_RESPONSE: Schema = Schema {
+    name: "MetadataResponse",
+    versions: (0, 13),
+    flexible: 9,
     fields: &[
-        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("acquisition_lock_timeout_ms", 0, MAX, Ty::Fixed(4)),
-        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_SHARE_FETCHABLE_TOPIC_RESPONSE))),
-        field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_NODE_ENDPOINT))),
+        field("throttle_time_ms", 3, MAX, Ty::Fixed(4)),
+        field("brokers", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_BROKER))),
+        field("cluster_id", 2, MAX, Ty::String),
+        field("controller_id", 1, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_TOPIC))),
+        field("cluster_authorized_operations", 8, 10, Ty::Fixed(4)),
+        field("error_code", 13, MAX, Ty::Fixed(2)),
     ],
     tagged: &[],
 };
 
-/// `NodeEndpoint`.
-pub(super) static SHARE_FETCH_RESPONSE_NODE_ENDPOINT: Schema = Schema {
-    name: "NodeEndpoint",
-    versions: (1, 1),
-    flexible: 1,
+/// `MetadataResponseTopic`.
+pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_TOPIC: Schema = Schema {
+    name: "MetadataResponseTopic",
+    versions: (0, 13),
+    flexible: 9,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("name", 0, MAX, Ty::String),
+        field("topic_id", 10, MAX, Ty::Fixed(16)),
+        field("is_internal", 1, MAX, Ty::Fixed(1)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_PARTITION))),
+        field("topic_authorized_operations", 8, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `MetadataResponsePartition`.
+pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_PARTITION: Schema = Schema {
+    name: "MetadataResponsePartition",
+    versions: (0, 13),
+    flexible: 9,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 7, MAX, Ty::Fixed(4)),
+        field("replica_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("isr_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("offline_replicas", 5, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `MetadataResponseBroker`.
+pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_BROKER: Schema = Schema {
+    name: "MetadataResponseBroker",
+    versions: (0, 13),
+    flexible: 9,
     fields: &[
         field("node_id", 0, MAX, Ty::Fixed(4)),
         field("host", 0, MAX, Ty::String),
         field("port", 0, MAX, Ty::Fixed(4)),
-        field("rack", 0, MAX, Ty::String),
+        field("rack", 1, MAX, Ty::String),
     ],
     tagged: &[],
 };
 
-/// `ShareFetchableTopicResponse`.
-pub(super) static SHARE_FETCH_RESPONSE_SHARE_FETCHABLE_TOPIC_RESPONSE: Schema = Schema {
-    name: "ShareFetchableTopicResponse",
-    versions: (1, 1),
-    flexible: 1,
+/// `FindCoordinatorResponse`.
+pub(super) static FIND_COORDINATOR_RESPONSE: Schema = Schema {
+    name: "FindCoordinatorResponse",
+    versions: (0, 6),
+    flexible: 3,
     fields: &[
-        field("topic_id", 0, MAX, Ty::Fixed(16)),
-        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_PARTITION_DATA))),
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("error_code", 0, 3, Ty::Fixed(2)),
+        field("error_message", 1, 3, Ty::String),
+        field("node_id", 0, 3, Ty::Fixed(4)),
+        field("host", 0, 3, Ty::String),
+        field("port", 0, 3, Ty::Fixed(4)),
+        field("coordinators", 4, MAX, Ty::Array(&Ty::Struct(&FIND_COORDINATOR_RESPONSE_COORDINATOR))),
     ],
     tagged: &[],
 };
 
-/// `PartitionData`.
-pub(super) static SHARE_FETCH_RESPONSE_PARTITION_DATA: Schema = Schema {
-    name: "PartitionData",
-    versions: (1, 1),
-    flexible: 1,
+/// `Coordinator`.
+pub(super) static FIND_COORDINATOR_RESPONSE_COORDINATOR: Schema = Schema {
+    name: "Coordinator",
+    versions: (0, 6),
+    flexible: 3,
     fields: &[
-        field("partition_index", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("acknowledge_error_code", 0, MAX, Ty::Fixed(2)),
-        field("acknowledge_error_message", 0, MAX, Ty::String),
-        field("current_leader", 0, MAX, Ty::Struct(&SHARE_FETCH_RESPONSE_LEADER_ID_AND_EPOCH)),
-        field("records", 0, MAX, Ty::Bytes),
-        field("acquired_records", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_ACQUIRED_RECORDS))),
-    ],
-    tagged: &[],
-};
-
-/// `AcquiredRecords`.
-pub(super) static SHARE_FETCH_RESPONSE_ACQUIRED_RECORDS: Schema = Schema {
-    name: "AcquiredRecords",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("first_offset", 0, MAX, Ty::Fixed(8)),
-        field("last_offset", 0, MAX, Ty::Fixed(8)),
-        field("delivery_count", 0, MAX, Ty::Fixed(2)),
-    ],
-    tagged: &[],
-};
-
-/// `LeaderIdAndEpoch`.
-pub(super) static SHARE_FETCH_RESPONSE_LEADER_ID_AND_EPOCH: Schema = Schema {
-    name: "LeaderIdAndEpoch",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("leader_id", 0, MAX, Ty::Fixed(4)),
-        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
-    ],
-    tagged: &[],
-};
-
-/// `ShareAcknowledgeResponse`.
-pub(super) static SHARE_ACKNOWLEDGE_RESPONSE: Schema = Schema {
-    name: "ShareAcknowledgeResponse",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_SHARE_ACKNOWLEDGE_TOPIC_RESPONSE))),
-        field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_NODE_ENDPOINT))),
-    ],
-    tagged: &[],
-};
-
-/// `NodeEndpoint`.
-pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_NODE_ENDPOINT: Schema = Schema {
-    name: "NodeEndpoint",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("node_id", 0, MAX, Ty::Fixed(4)),
-        field("host", 0, MAX, Ty::String),
-        field("port", 0, MAX, Ty::Fixed(4)),
-        field("rack", 0, MAX, Ty::String),
-    ],
-    tagged: &[],
-};
-
-/// `ShareAcknowledgeTopicResponse`.
-pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_SHARE_ACKNOWLEDGE_TOPIC_RESPONSE: Schema = Schema {
-    name: "ShareAcknowledgeTopicResponse",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("topic_id", 0, MAX, Ty::Fixed(16)),
-        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_PARTITION_DATA))),
-    ],
-    tagged: &[],
-};
-
-/// `PartitionData`.
-pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_PARTITION_DATA: Schema = Schema {
-    name: "PartitionData",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("partition_index", 0, MAX, Ty::Fixed(4)),
-        field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("current_leader", 0, MAX, Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_LEADER_ID_AND_EPOCH)),
-    ],
-    tagged: &[],
-};
-
-/// `LeaderIdAndEpoch`.
-pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_LEADER_ID_AND_EPOCH: Schema = Schema {
-    name: "LeaderIdAndEpoch",
-    versions: (1, 1),
-    flexible: 1,
-    fields: &[
-        field("leader_id", 0, MAX, Ty::Fixed(4)),
-        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("key", 4, MAX, Ty::String),
+        field("node_id", 4, MAX, Ty::Fixed(4)),
+        field("host", 4, MAX, Ty::String),
+        field("port", 4, MAX, Ty::Fixed(4)),
+        field("error_code", 4, MAX, Ty::Fixed(2)),
+        field("error_message", 4, MAX, Ty::String),
     ],
     tagged: &[],
 };
@@ -787,6 +518,90 @@ pub(super) static END_QUORUM_EPOCH_RESPONSE_PARTITION_DATA: Schema = Schema {
     tagged: &[],
 };
 
+/// `DescribeQuorumResponse`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE: Schema = Schema {
+    name: "DescribeQuorumResponse",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 2, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA))),
+        field("nodes", 2, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_NODE))),
+    ],
+    tagged: &[],
+};
+
+/// `Node`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE_NODE: Schema = Schema {
+    name: "Node",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("node_id", 2, MAX, Ty::Fixed(4)),
+        field("listeners", 2, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_LISTENER))),
+    ],
+    tagged: &[],
+};
+
+/// `Listener`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE_LISTENER: Schema = Schema {
+    name: "Listener",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("name", 2, MAX, Ty::String),
+        field("host", 2, MAX, Ty::String),
+        field("port", 2, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 2, MAX, Ty::String),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("high_watermark", 0, MAX, Ty::Fixed(8)),
+        field("current_voters", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE))),
+        field("observers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE))),
+    ],
+    tagged: &[],
+};
+
+/// `ReplicaState`.
+pub(super) static DESCRIBE_QUORUM_RESPONSE_REPLICA_STATE: Schema = Schema {
+    name: "ReplicaState",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("replica_id", 0, MAX, Ty::Fixed(4)),
+        field("replica_directory_id", 2, MAX, Ty::Fixed(16)),
+        field("log_end_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_fetch_timestamp", 1, MAX, Ty::Fixed(8)),
+        field("last_caught_up_timestamp", 1, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
 /// `FetchSnapshotResponse`.
 pub(super) static FETCH_SNAPSHOT_RESPONSE: Schema = Schema {
     name: "FetchSnapshotResponse",
@@ -865,6 +680,191 @@ pub(super) static FETCH_SNAPSHOT_RESPONSE_SNAPSHOT_ID: Schema = Schema {
     fields: &[
         field("end_offset", 0, MAX, Ty::Fixed(8)),
         field("epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeClusterResponse`.
+pub(super) static DESCRIBE_CLUSTER_RESPONSE: Schema = Schema {
+    name: "DescribeClusterResponse",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("endpoint_type", 1, MAX, Ty::Fixed(1)),
+        field("cluster_id", 0, MAX, Ty::String),
+        field("controller_id", 0, MAX, Ty::Fixed(4)),
+        field("brokers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLUSTER_RESPONSE_DESCRIBE_CLUSTER_BROKER))),
+        field("cluster_authorized_operations", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeClusterBroker`.
+pub(super) static DESCRIBE_CLUSTER_RESPONSE_DESCRIBE_CLUSTER_BROKER: Schema = Schema {
+    name: "DescribeClusterBroker",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(4)),
+        field("rack", 0, MAX, Ty::String),
+        field("is_fenced", 2, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `ShareFetchResponse`.
+pub(super) static SHARE_FETCH_RESPONSE: Schema = Schema {
+    name: "ShareFetchResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("acquisition_lock_timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_SHARE_FETCHABLE_TOPIC_RESPONSE))),
+        field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_NODE_ENDPOINT))),
+    ],
+    tagged: &[],
+};
+
+/// `NodeEndpoint`.
+pub(super) static SHARE_FETCH_RESPONSE_NODE_ENDPOINT: Schema = Schema {
+    name: "NodeEndpoint",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("node_id", 0, MAX, Ty::Fixed(4)),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(4)),
+        field("rack", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ShareFetchableTopicResponse`.
+pub(super) static SHARE_FETCH_RESPONSE_SHARE_FETCHABLE_TOPIC_RESPONSE: Schema = Schema {
+    name: "ShareFetchableTopicResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static SHARE_FETCH_RESPONSE_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("acknowledge_error_code", 0, MAX, Ty::Fixed(2)),
+        field("acknowledge_error_message", 0, MAX, Ty::String),
+        field("current_leader", 0, MAX, Ty::Struct(&SHARE_FETCH_RESPONSE_LEADER_ID_AND_EPOCH)),
+        field("records", 0, MAX, Ty::Bytes),
+        field("acquired_records", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_ACQUIRED_RECORDS))),
+    ],
+    tagged: &[],
+};
+
+/// `AcquiredRecords`.
+pub(super) static SHARE_FETCH_RESPONSE_ACQUIRED_RECORDS: Schema = Schema {
+    name: "AcquiredRecords",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("first_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("delivery_count", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `LeaderIdAndEpoch`.
+pub(super) static SHARE_FETCH_RESPONSE_LEADER_ID_AND_EPOCH: Schema = Schema {
+    name: "LeaderIdAndEpoch",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `ShareAcknowledgeResponse`.
+pub(super) static SHARE_ACKNOWLEDGE_RESPONSE: Schema = Schema {
+    name: "ShareAcknowledgeResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_SHARE_ACKNOWLEDGE_TOPIC_RESPONSE))),
+        field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_NODE_ENDPOINT))),
+    ],
+    tagged: &[],
+};
+
+/// `NodeEndpoint`.
+pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_NODE_ENDPOINT: Schema = Schema {
+    name: "NodeEndpoint",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("node_id", 0, MAX, Ty::Fixed(4)),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(4)),
+        field("rack", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ShareAcknowledgeTopicResponse`.
+pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_SHARE_ACKNOWLEDGE_TOPIC_RESPONSE: Schema = Schema {
+    name: "ShareAcknowledgeTopicResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("current_leader", 0, MAX, Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_LEADER_ID_AND_EPOCH)),
+    ],
+    tagged: &[],
+};
+
+/// `LeaderIdAndEpoch`.
+pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_LEADER_ID_AND_EPOCH: Schema = Schema {
+    name: "LeaderIdAndEpoch",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
     ],
     tagged: &[],
 };
@@ -982,129 +982,6 @@ pub(super) static DELETE_RECORDS_REQUEST_DELETE_RECORDS_PARTITION: Schema = Sche
     tagged: &[],
 };
 
-/// `CreatePartitionsRequest`.
-pub(super) static CREATE_PARTITIONS_REQUEST: Schema = Schema {
-    name: "CreatePartitionsRequest",
-    versions: (0, 3),
-    flexible: 2,
-    fields: &[
-        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_TOPIC))),
-        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
-        field("validate_only", 0, MAX, Ty::Fixed(1)),
-    ],
-    tagged: &[],
-};
-
-/// `CreatePartitionsTopic`.
-pub(super) static CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_TOPIC: Schema = Schema {
-    name: "CreatePartitionsTopic",
-    versions: (0, 3),
-    flexible: 2,
-    fields: &[
-        field("name", 0, MAX, Ty::String),
-        field("count", 0, MAX, Ty::Fixed(4)),
-        field("assignments", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_ASSIGNMENT))),
-    ],
-    tagged: &[],
-};
-
-/// `CreatePartitionsAssignment`.
-pub(super) static CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_ASSIGNMENT: Schema = Schema {
-    name: "CreatePartitionsAssignment",
-    versions: (0, 3),
-    flexible: 2,
-    fields: &[
-        field("broker_ids", 0, MAX, Ty::Array(&Ty::Fixed(4))),
-    ],
-    tagged: &[],
-};
-
-/// `DeleteGroupsRequest`.
-pub(super) static DELETE_GROUPS_REQUEST: Schema = Schema {
-    name: "DeleteGroupsRequest",
-    versions: (0, 2),
-    flexible: 2,
-    fields: &[
-        field("groups_names", 0, MAX, Ty::Array(&Ty::String)),
-    ],
-    tagged: &[],
-};
-
-/// `AlterConfigsRequest`.
-pub(super) static ALTER_CONFIGS_REQUEST: Schema = Schema {
-    name: "AlterConfigsRequest",
-    versions: (0, 2),
-    flexible: 2,
-    fields: &[
-        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE))),
-        field("validate_only", 0, MAX, Ty::Fixed(1)),
-    ],
-    tagged: &[],
-};
-
-/// `AlterConfigsResource`.
-pub(super) static ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Schema = Schema {
-    name: "AlterConfigsResource",
-    versions: (0, 2),
-    flexible: 2,
-    fields: &[
-        field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
-        field("configs", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
-    ],
-    tagged: &[],
-};
-
-/// `AlterableConfig`.
-pub(super) static ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG: Schema = Schema {
-    name: "AlterableConfig",
-    versions: (0, 2),
-    flexible: 2,
-    fields: &[
-        field("name", 0, MAX, Ty::String),
-        field("value", 0, MAX, Ty::String),
-    ],
-    tagged: &[],
-};
-
-/// `IncrementalAlterConfigsRequest`.
-pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST: Schema = Schema {
-    name: "IncrementalAlterConfigsRequest",
-    versions: (0, 1),
-    flexible: 1,
-    fields: &[
-        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE))),
-        field("validate_only", 0, MAX, Ty::Fixed(1)),
-    ],
-    tagged: &[],
-};
-
-/// `AlterConfigsResource`.
-pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Schema = Schema {
-    name: "AlterConfigsResource",
-    versions: (0, 1),
-    flexible: 1,
-    fields: &[
-        field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
-        field("configs", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
-    ],
-    tagged: &[],
-};
-
-/// `AlterableConfig`.
-pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG: Schema = Schema {
-    name: "AlterableConfig",
-    versions: (0, 1),
-    flexible: 1,
-    fields: &[
-        field("name", 0, MAX, Ty::String),
-        field("config_operation", 0, MAX, Ty::Fixed(1)),
-        field("value", 0, MAX, Ty::String),
-    ],
-    tagged: &[],
-};
-
 /// `CreateAclsRequest`.
 pub(super) static CREATE_ACLS_REQUEST: Schema = Schema {
     name: "CreateAclsRequest",
@@ -1161,24 +1038,131 @@ pub(super) static DELETE_ACLS_REQUEST_DELETE_ACLS_FILTER: Schema = Schema {
     tagged: &[],
 };
 
+/// `AlterConfigsRequest`.
+pub(super) static ALTER_CONFIGS_REQUEST: Schema = Schema {
+    name: "AlterConfigsRequest",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE))),
+        field("validate_only", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterConfigsResource`.
+pub(super) static ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Schema = Schema {
+    name: "AlterConfigsResource",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("configs", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterableConfig`.
+pub(super) static ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG: Schema = Schema {
+    name: "AlterableConfig",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("value", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `CreatePartitionsRequest`.
+pub(super) static CREATE_PARTITIONS_REQUEST: Schema = Schema {
+    name: "CreatePartitionsRequest",
+    versions: (0, 3),
+    flexible: 2,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_TOPIC))),
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("validate_only", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `CreatePartitionsTopic`.
+pub(super) static CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_TOPIC: Schema = Schema {
+    name: "CreatePartitionsTopic",
+    versions: (0, 3),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("count", 0, MAX, Ty::Fixed(4)),
+        field("assignments", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_ASSIGNMENT))),
+    ],
+    tagged: &[],
+};
+
+/// `CreatePartitionsAssignment`.
+pub(super) static CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_ASSIGNMENT: Schema = Schema {
+    name: "CreatePartitionsAssignment",
+    versions: (0, 3),
+    flexible: 2,
+    fields: &[
+        field("broker_ids", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteGroupsRequest`.
+pub(super) static DELETE_GROUPS_REQUEST: Schema = Schema {
+    name: "DeleteGroupsRequest",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("groups_names", 0, MAX, Ty::Array(&Ty::String)),
+    ],
+    tagged: &[],
+};
+
+/// `IncrementalAlterConfigsRequest`.
+pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST: Schema = Schema {
+    name: "IncrementalAlterConfigsRequest",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE))),
+        field("validate_only", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterConfigsResource`.
+pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Schema = Schema {
+    name: "AlterConfigsResource",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("configs", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterableConfig`.
+pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG: Schema = Schema {
+    name: "AlterableConfig",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("config_operation", 0, MAX, Ty::Fixed(1)),
+        field("value", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
 impl Checked for ApiVersionsResponse {
     const SCHEMA: &'static Schema = &API_VERSIONS_RESPONSE;
-}
-
-impl Checked for MetadataResponse {
-    const SCHEMA: &'static Schema = &METADATA_RESPONSE;
-}
-
-impl Checked for FindCoordinatorResponse {
-    const SCHEMA: &'static Schema = &FIND_COORDINATOR_RESPONSE;
-}
-
-impl Checked for DescribeClusterResponse {
-    const SCHEMA: &'static Schema = &DESCRIBE_CLUSTER_RESPONSE;
-}
-
-impl Checked for DescribeQuorumResponse {
-    const SCHEMA: &'static Schema = &DESCRIBE_QUORUM_RESPONSE;
 }
 
 impl Checked for ProduceResponse {
@@ -1189,12 +1173,12 @@ impl Checked for FetchResponse {
     const SCHEMA: &'static Schema = &FETCH_RESPONSE;
 }
 
-impl Checked for ShareFetchResponse {
-    const SCHEMA: &'static Schema = &SHARE_FETCH_RESPONSE;
+impl Checked for MetadataResponse {
+    const SCHEMA: &'static Schema = &METADATA_RESPONSE;
 }
 
-impl Checked for ShareAcknowledgeResponse {
-    const SCHEMA: &'static Schema = &SHARE_ACKNOWLEDGE_RESPONSE;
+impl Checked for FindCoordinatorResponse {
+    const SCHEMA: &'static Schema = &FIND_COORDINATOR_RESPONSE;
 }
 
 impl Checked for VoteResponse {
@@ -1209,8 +1193,24 @@ impl Checked for EndQuorumEpochResponse {
     const SCHEMA: &'static Schema = &END_QUORUM_EPOCH_RESPONSE;
 }
 
+impl Checked for DescribeQuorumResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_QUORUM_RESPONSE;
+}
+
 impl Checked for FetchSnapshotResponse {
     const SCHEMA: &'static Schema = &FETCH_SNAPSHOT_RESPONSE;
+}
+
+impl Checked for DescribeClusterResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_CLUSTER_RESPONSE;
+}
+
+impl Checked for ShareFetchResponse {
+    const SCHEMA: &'static Schema = &SHARE_FETCH_RESPONSE;
+}
+
+impl Checked for ShareAcknowledgeResponse {
+    const SCHEMA: &'static Schema = &SHARE_ACKNOWLEDGE_RESPONSE;
 }
 
 impl Checked for CreateTopicsRequest {
@@ -1225,6 +1225,18 @@ impl Checked for DeleteRecordsRequest {
     const SCHEMA: &'static Schema = &DELETE_RECORDS_REQUEST;
 }
 
+impl Checked for CreateAclsRequest {
+    const SCHEMA: &'static Schema = &CREATE_ACLS_REQUEST;
+}
+
+impl Checked for DeleteAclsRequest {
+    const SCHEMA: &'static Schema = &DELETE_ACLS_REQUEST;
+}
+
+impl Checked for AlterConfigsRequest {
+    const SCHEMA: &'static Schema = &ALTER_CONFIGS_REQUEST;
+}
+
 impl Checked for CreatePartitionsRequest {
     const SCHEMA: &'static Schema = &CREATE_PARTITIONS_REQUEST;
 }
@@ -1233,20 +1245,8 @@ impl Checked for DeleteGroupsRequest {
     const SCHEMA: &'static Schema = &DELETE_GROUPS_REQUEST;
 }
 
-impl Checked for AlterConfigsRequest {
-    const SCHEMA: &'static Schema = &ALTER_CONFIGS_REQUEST;
-}
-
 impl Checked for IncrementalAlterConfigsRequest {
     const SCHEMA: &'static Schema = &INCREMENTAL_ALTER_CONFIGS_REQUEST;
-}
-
-impl Checked for CreateAclsRequest {
-    const SCHEMA: &'static Schema = &CREATE_ACLS_REQUEST;
-}
-
-impl Checked for DeleteAclsRequest {
-    const SCHEMA: &'static Schema = &DELETE_ACLS_REQUEST;
 }
 
 /// The layout of an API's request, when the proxy decodes it.
@@ -1256,12 +1256,12 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::CreateTopics => Some(&CREATE_TOPICS_REQUEST),
         ApiKey::DeleteTopics => Some(&DELETE_TOPICS_REQUEST),
         ApiKey::DeleteRecords => Some(&DELETE_RECORDS_REQUEST),
-        ApiKey::CreatePartitions => Some(&CREATE_PARTITIONS_REQUEST),
-        ApiKey::DeleteGroups => Some(&DELETE_GROUPS_REQUEST),
-        ApiKey::AlterConfigs => Some(&ALTER_CONFIGS_REQUEST),
-        ApiKey::IncrementalAlterConfigs => Some(&INCREMENTAL_ALTER_CONFIGS_REQUEST),
         ApiKey::CreateAcls => Some(&CREATE_ACLS_REQUEST),
         ApiKey::DeleteAcls => Some(&DELETE_ACLS_REQUEST),
+        ApiKey::AlterConfigs => Some(&ALTER_CONFIGS_REQUEST),
+        ApiKey::CreatePartitions => Some(&CREATE_PARTITIONS_REQUEST),
+        ApiKey::DeleteGroups => Some(&DELETE_GROUPS_REQUEST),
+        ApiKey::IncrementalAlterConfigs => Some(&INCREMENTAL_ALTER_CONFIGS_REQUEST),
         _ => None,
     }
 }
@@ -1271,18 +1271,18 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
 pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
     match api {
         ApiKey::ApiVersions => Some(&API_VERSIONS_RESPONSE),
-        ApiKey::Metadata => Some(&METADATA_RESPONSE),
-        ApiKey::FindCoordinator => Some(&FIND_COORDINATOR_RESPONSE),
-        ApiKey::DescribeCluster => Some(&DESCRIBE_CLUSTER_RESPONSE),
-        ApiKey::DescribeQuorum => Some(&DESCRIBE_QUORUM_RESPONSE),
         ApiKey::Produce => Some(&PRODUCE_RESPONSE),
         ApiKey::Fetch => Some(&FETCH_RESPONSE),
-        ApiKey::ShareFetch => Some(&SHARE_FETCH_RESPONSE),
-        ApiKey::ShareAcknowledge => Some(&SHARE_ACKNOWLEDGE_RESPONSE),
+        ApiKey::Metadata => Some(&METADATA_RESPONSE),
+        ApiKey::FindCoordinator => Some(&FIND_COORDINATOR_RESPONSE),
         ApiKey::Vote => Some(&VOTE_RESPONSE),
         ApiKey::BeginQuorumEpoch => Some(&BEGIN_QUORUM_EPOCH_RESPONSE),
         ApiKey::EndQuorumEpoch => Some(&END_QUORUM_EPOCH_RESPONSE),
+        ApiKey::DescribeQuorum => Some(&DESCRIBE_QUORUM_RESPONSE),
         ApiKey::FetchSnapshot => Some(&FETCH_SNAPSHOT_RESPONSE),
+        ApiKey::DescribeCluster => Some(&DESCRIBE_CLUSTER_RESPONSE),
+        ApiKey::ShareFetch => Some(&SHARE_FETCH_RESPONSE),
+        ApiKey::ShareAcknowledge => Some(&SHARE_ACKNOWLEDGE_RESPONSE),
         _ => None,
     }
 }
@@ -1292,25 +1292,25 @@ pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
 #[cfg(test)]
 pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&API_VERSIONS_RESPONSE, super::tests::roundtrip::<ApiVersionsResponse>),
-    (&METADATA_RESPONSE, super::tests::roundtrip::<MetadataResponse>),
-    (&FIND_COORDINATOR_RESPONSE, super::tests::roundtrip::<FindCoordinatorResponse>),
-    (&DESCRIBE_CLUSTER_RESPONSE, super::tests::roundtrip::<DescribeClusterResponse>),
-    (&DESCRIBE_QUORUM_RESPONSE, super::tests::roundtrip::<DescribeQuorumResponse>),
     (&PRODUCE_RESPONSE, super::tests::roundtrip::<ProduceResponse>),
     (&FETCH_RESPONSE, super::tests::roundtrip::<FetchResponse>),
-    (&SHARE_FETCH_RESPONSE, super::tests::roundtrip::<ShareFetchResponse>),
-    (&SHARE_ACKNOWLEDGE_RESPONSE, super::tests::roundtrip::<ShareAcknowledgeResponse>),
+    (&METADATA_RESPONSE, super::tests::roundtrip::<MetadataResponse>),
+    (&FIND_COORDINATOR_RESPONSE, super::tests::roundtrip::<FindCoordinatorResponse>),
     (&VOTE_RESPONSE, super::tests::roundtrip::<VoteResponse>),
     (&BEGIN_QUORUM_EPOCH_RESPONSE, super::tests::roundtrip::<BeginQuorumEpochResponse>),
     (&END_QUORUM_EPOCH_RESPONSE, super::tests::roundtrip::<EndQuorumEpochResponse>),
+    (&DESCRIBE_QUORUM_RESPONSE, super::tests::roundtrip::<DescribeQuorumResponse>),
     (&FETCH_SNAPSHOT_RESPONSE, super::tests::roundtrip::<FetchSnapshotResponse>),
+    (&DESCRIBE_CLUSTER_RESPONSE, super::tests::roundtrip::<DescribeClusterResponse>),
+    (&SHARE_FETCH_RESPONSE, super::tests::roundtrip::<ShareFetchResponse>),
+    (&SHARE_ACKNOWLEDGE_RESPONSE, super::tests::roundtrip::<ShareAcknowledgeResponse>),
     (&CREATE_TOPICS_REQUEST, super::tests::roundtrip::<CreateTopicsRequest>),
     (&DELETE_TOPICS_REQUEST, super::tests::roundtrip::<DeleteTopicsRequest>),
     (&DELETE_RECORDS_REQUEST, super::tests::roundtrip::<DeleteRecordsRequest>),
-    (&CREATE_PARTITIONS_REQUEST, super::tests::roundtrip::<CreatePartitionsRequest>),
-    (&DELETE_GROUPS_REQUEST, super::tests::roundtrip::<DeleteGroupsRequest>),
-    (&ALTER_CONFIGS_REQUEST, super::tests::roundtrip::<AlterConfigsRequest>),
-    (&INCREMENTAL_ALTER_CONFIGS_REQUEST, super::tests::roundtrip::<IncrementalAlterConfigsRequest>),
     (&CREATE_ACLS_REQUEST, super::tests::roundtrip::<CreateAclsRequest>),
     (&DELETE_ACLS_REQUEST, super::tests::roundtrip::<DeleteAclsRequest>),
+    (&ALTER_CONFIGS_REQUEST, super::tests::roundtrip::<AlterConfigsRequest>),
+    (&CREATE_PARTITIONS_REQUEST, super::tests::roundtrip::<CreatePartitionsRequest>),
+    (&DELETE_GROUPS_REQUEST, super::tests::roundtrip::<DeleteGroupsRequest>),
+    (&INCREMENTAL_ALTER_CONFIGS_REQUEST, super::tests::roundtrip::<IncrementalAlterConfigsRequest>),
 ];

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_proxy::config::types::parse_duration;
+use sluice_config::types::parse_duration;
 
 /// What to run.
 #[derive(Debug, Clone)]

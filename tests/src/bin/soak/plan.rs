@@ -311,7 +311,7 @@ fn names(shape: &Shape) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use sluice_proxy::config::{MemoryFiles, diff, validate};
+    use sluice_config::{MemoryFiles, diff, validate};
 
     use super::*;
 

@@ -1,7 +1,7 @@
 //! Properties of validation and diff that must hold for every input.
 
 use proptest::prelude::*;
-use sluice_proxy::config::{MemoryFiles, ProxyConfig, diff, validate};
+use sluice_config::{MemoryFiles, ProxyConfig, diff, validate};
 
 /// One generated virtual cluster: a name from a small pool (so two configs
 /// share some), and settings that may differ between configs.
@@ -156,7 +156,7 @@ proptest! {
         let sorted = |mut v: Vec<String>| { v.sort(); v };
         prop_assert_eq!(sorted(forward.added.clone()), sorted(backward.removed.clone()));
         prop_assert_eq!(sorted(forward.removed.clone()), sorted(backward.added.clone()));
-        let names = |d: &sluice_proxy::config::ConfigDiff| sorted(d.modified.iter().map(|m| m.name.clone()).collect());
+        let names = |d: &sluice_config::ConfigDiff| sorted(d.modified.iter().map(|m| m.name.clone()).collect());
         prop_assert_eq!(names(&forward), names(&backward));
         prop_assert_eq!(sorted(forward.unchanged.clone()), sorted(backward.unchanged.clone()));
         // Every cluster of the new config is accounted for exactly once.

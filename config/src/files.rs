@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use sluice_volume::sha256_hex;
 
 /// Largest referenced file read (a certificate bundle is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -171,31 +171,19 @@ impl FileRef {
     }
 }
 
-/// `sha256:<hex>` of some bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    out
+/// Reads a configuration file, at most one byte over the size limit (the
+/// validator reports the excess); a failure is an I/O problem.
+pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(crate::MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn digest_is_prefixed_hex() {
-        assert_eq!(
-            sha256_hex(b""),
-            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
-    }
 
     #[test]
     fn local_files_resolve_relative_paths_and_refuse_directories() {

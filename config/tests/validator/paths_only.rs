@@ -1,7 +1,7 @@
 //! Validation without files (`PathsOnly`), as the admission webhook runs it
 //! where the proxy's Secrets are not mounted.
 
-use sluice_proxy::config::{LocalFiles, PathsOnly, validate};
+use sluice_config::{LocalFiles, PathsOnly, validate};
 
 const CONFIG: &str = "admin: { listen: 0.0.0.0:9190, tokenFile: /var/run/sluice/token }
 virtualClusters:

@@ -2,13 +2,13 @@
 //! must fail with exactly the errors in its `.expected` twin, and every file
 //! under `tests/fixtures/config/valid` and `examples/` must pass.
 //!
-//! `SLUICE_BLESS=1 cargo test -p sluice-proxy --test corpus` rewrites the
+//! `SLUICE_BLESS=1 cargo test -p sluice-config --test validator corpus` rewrites the
 //! `.expected` files; review the diff before committing it.
 
 use std::path::{Path, PathBuf};
 
-use sluice_proxy::cli::read_config;
-use sluice_proxy::config::{LocalFiles, validate};
+use sluice_config::read_config;
+use sluice_config::{LocalFiles, validate};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

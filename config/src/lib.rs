@@ -1,4 +1,9 @@
-//! The one definition of a valid proxy configuration.
+//! `sluice-config`: the one definition of a valid proxy configuration,
+//! shared by the proxy, the webhook and the CLI.
+//!
+//! Layering: this crate is pure. It opens no socket and knows nothing of the
+//! Kafka wire format (what validation needs of Kafka's APIs is the plain
+//! table in [`apis`]); files are read only through a [`FileSource`].
 //!
 //! [`validate`] is pure and deterministic: the same bytes (and referenced
 //! files) give the same result in every pod, in the webhook and in the CLI. It
@@ -14,26 +19,32 @@
 //! - [`tls`]: TLS settings and their loaded material
 //! - [`files`]: where referenced files are read from
 //! - [`diff`]: what changes between two configurations
+//! - [`filter`]: filter specifications and their validation
+//! - [`apis`]: every Kafka API by key and name, and what the proxy does with it
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
 
+pub mod apis;
 mod build;
 pub mod diff;
 mod error;
 pub mod files;
+pub mod filter;
 mod listeners;
 pub mod model;
-pub(crate) mod read;
+mod read;
 pub mod tls;
 pub mod types;
 pub mod yaml;
 
 pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
-pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly};
+pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.
@@ -47,7 +58,7 @@ pub struct ConfigVersion(String);
 impl ConfigVersion {
     /// The version of these bytes.
     pub fn of(bytes: &[u8]) -> Self {
-        ConfigVersion(files::sha256_hex(bytes))
+        ConfigVersion(sluice_volume::sha256_hex(bytes))
     }
 
     /// The version as text.

@@ -1,7 +1,7 @@
 //! `diff`: which clusters a reload adds, removes, modifies (and why) or
 //! leaves alone — including changes that only show in a referenced file.
 
-use sluice_proxy::config::{ConfigDiff, MemoryFiles, ProxyConfig, diff, validate};
+use sluice_config::{ConfigDiff, MemoryFiles, ProxyConfig, diff, validate};
 
 fn parse(text: &str, files: &MemoryFiles) -> ProxyConfig {
     let valid = validate(text.as_bytes(), files).unwrap_or_else(|e| panic!("{e:?}"));

@@ -1,0 +1,7 @@
+//! The validator's integration tests, one binary: the fixture corpus, diff,
+//! validation without files, and properties over generated configurations.
+
+mod corpus;
+mod diff;
+mod paths_only;
+mod properties;

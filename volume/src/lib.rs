@@ -1,0 +1,17 @@
+//! `sluice-volume`: what the watcher and the webhook share, and nothing
+//! more, so that neither depends on the proxy.
+//!
+//! - [`version`]: the `sha256:` version of a configuration's bytes (also
+//!   used by `sluice-config`, without the `watch` feature)
+//! - [`watch`]: watching one file of a Kubernetes volume or a host for new
+//!   content (feature `watch`, on by default)
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod version;
+#[cfg(feature = "watch")]
+pub mod watch;
+
+pub use version::sha256_hex;
+#[cfg(feature = "watch")]
+pub use watch::{Content, VolumeWatcher, WatchError, WatchOptions};
