@@ -19,6 +19,10 @@ mod cluster;
 const TOP_KEYS: &[&str] = &["admin", "drainTimeout", "startupPolicy", "virtualClusters"];
 const ADMIN_KEYS: &[&str] = &["listen", "tokenFile"];
 /// Builds the whole configuration from the document's root.
+/// The token `manifests/base` ships so that it applies as it is; a proxy
+/// must never run with it (anyone who can read the repository knows it).
+pub const PLACEHOLDER_TOKEN: &str = "change-me-in-your-overlay";
+
 pub(crate) fn proxy_config(cx: &mut Cx<'_>, root: &Node) -> Option<ProxyConfig> {
     let f = Fields::of(cx, root, "", TOP_KEYS)?;
     let admin = match f.optional(cx, "admin", |cx, node, path| Some(admin(cx, node, path))) {
@@ -96,6 +100,16 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
         match token {
+            Some(token) if token == PLACEHOLDER_TOKEN => cx.fail(
+                path,
+                node.mark,
+                format_args!(
+                    "{:?} holds the placeholder token of the base manifests (Secret \
+                     kafka-proxy/sluice-admin-token): anyone can read it, so the proxy refuses it; \
+                     generate one in your overlay (see docs/deploying.md)",
+                    file.path
+                ),
+            ),
             Some(token) => Some((file, Some(token))),
             None => cx.fail(
                 path,

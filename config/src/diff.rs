@@ -93,6 +93,8 @@ fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
 
 fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> Vec<String> {
     let mut r = Reasons::default();
+    // upstream.checkTimeout and checkOnReload are left out on purpose: they
+    // steer the next reload's upstream check, not the running data plane.
     let (ou, nu) = (&old.upstream, &new.upstream);
     if ou.bootstrap_servers != nu.bootstrap_servers {
         r.changed("upstream.bootstrapServers");

@@ -45,6 +45,7 @@ pub mod yaml;
 pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
 pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
+pub use build::PLACEHOLDER_TOKEN;
 pub use model::ProxyConfig;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.

@@ -94,7 +94,17 @@ pub struct Upstream {
     pub bootstrap_servers: Vec<HostPort>,
     /// TLS towards the brokers, when they require it.
     pub tls: Option<UpstreamTls>,
+    /// How long a reload's upstream check may take (TCP, TLS, ApiVersions,
+    /// Metadata) before it fails the reload.
+    pub check_timeout: Duration,
+    /// Whether a reload that adds this cluster or changes its upstream
+    /// checks the upstream first. Off for upstreams that are down on purpose;
+    /// startup never checks (a proxy must start while Kafka is down).
+    pub check_on_reload: bool,
 }
+
+/// Default `upstream.checkTimeout`.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The client-facing side of a virtual cluster: port per broker.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +153,19 @@ impl BrokerPorts {
     /// The upstream node id served on a proxy port, if the port is in the range.
     pub fn node_for(&self, port: u16) -> Option<i32> {
         let offset = port.checked_sub(self.start.get())?;
-        (offset < self.count).then(|| self.first_node_id + i32::from(offset))
+        if offset >= self.count {
+            return None;
+        }
+        // Validation keeps first_node_id + count - 1 within i32.
+        self.first_node_id.checked_add(i32::from(offset))
+    }
+
+    /// Every (port, node id) pair of the range, in order.
+    pub fn pairs(&self) -> impl Iterator<Item = (u16, i32)> + '_ {
+        (0..self.count).filter_map(|i| {
+            let port = self.start.get().checked_add(i)?;
+            Some((port, self.node_for(port)?))
+        })
     }
 }
 

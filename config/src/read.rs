@@ -209,6 +209,22 @@ pub(crate) fn integer(cx: &mut Cx<'_>, node: &Node, path: &str, min: i64, max: i
     Some(n)
 }
 
+/// `true` or `false`, written without quotes.
+pub(crate) fn boolean(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<bool> {
+    match &node.value {
+        Value::Scalar { text, plain: true } if text == "true" => Some(true),
+        Value::Scalar { text, plain: true } if text == "false" => Some(false),
+        other => {
+            let found = other.describe();
+            cx.fail(
+                path,
+                node.mark,
+                format_args!("expected true or false, found {found}"),
+            )
+        }
+    }
+}
+
 /// The items of a sequence.
 pub(crate) fn list<'n>(cx: &mut Cx<'_>, node: &'n Node, path: &str) -> Option<&'n [Node]> {
     match &node.value {

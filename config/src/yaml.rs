@@ -151,9 +151,10 @@ impl Builder {
     fn run(mut self, text: &str) -> Result<Option<Node>, SyntaxError> {
         let mut parser = Parser::new_from_str(text);
         loop {
-            let (event, marker) = parser
-                .next_token()
-                .map_err(|e| SyntaxError::at(Mark::from_marker(e.marker()), e.info()))?;
+            let (event, marker) = parser.next_token().map_err(|e| {
+                let at = Mark::from_marker(e.marker());
+                self.in_context(text, at, e.info())
+            })?;
             let mark = Mark::from_marker(&marker);
             match event {
                 Event::StreamEnd => break,
@@ -215,6 +216,37 @@ impl Builder {
             }
         }
         Ok(self.root)
+    }
+
+    /// A syntax error found at `at`. Inside a flow collection (`[...]` or
+    /// `{...}`) the scanner often only notices a missing `]` or `}` lines
+    /// later, at the end of the file: the error then points at where the
+    /// innermost open flow collection started and names both places, as
+    /// libyaml does ("while parsing a flow sequence started at 4:23").
+    fn in_context(&self, text: &str, at: Mark, info: &str) -> SyntaxError {
+        let open = self.stack.iter().rev().find_map(|frame| {
+            let start = match frame {
+                Frame::Seq { mark, .. } => *mark,
+                Frame::Map { start, .. } => *start,
+            };
+            match char_at(text, start) {
+                Some('[') => Some((start, "flow sequence")),
+                Some('{') => Some((start, "flow mapping")),
+                _ => None,
+            }
+        });
+        match open {
+            Some((start, what)) => SyntaxError::at(
+                start,
+                format!(
+                    "{} at {}:{} (while parsing a {what} started at {}:{})",
+                    info.strip_prefix(&format!("while parsing a {what}, "))
+                        .unwrap_or(info),
+                    at.line, at.column, start.line, start.column
+                ),
+            ),
+            None => SyntaxError::at(at, info),
+        }
     }
 
     fn open(&mut self, mark: Mark) -> Result<(), SyntaxError> {
@@ -322,6 +354,12 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// The character at a 1-based line and column, if there is one.
+fn char_at(text: &str, mark: Mark) -> Option<char> {
+    let line = text.lines().nth(usize::try_from(mark.line).ok()?.checked_sub(1)?)?;
+    line.chars().nth(usize::try_from(mark.column).ok()?.checked_sub(1)?)
 }
 
 fn too_deep(mark: Mark) -> SyntaxError {

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 
 use super::super::listeners::{Claim, Owner};
-use super::super::model::{BrokerPorts, Gateway, Limits, Upstream, VirtualCluster};
-use super::super::read::{Cx, Fields, index, integer, list, string, suggest};
+use super::super::model::{
+    BrokerPorts, DEFAULT_CHECK_TIMEOUT, Gateway, Limits, Upstream, VirtualCluster,
+};
+use super::super::read::{Cx, Fields, boolean, index, integer, list, string, suggest};
 use super::super::tls::{gateway_tls, upstream_tls};
 use super::super::types::{ClusterName, Host, HostPort, Port, parse_ip};
 use super::super::yaml::{Node, Value};
@@ -13,7 +15,7 @@ use super::duration;
 use crate::filter;
 
 const CLUSTER_KEYS: &[&str] = &["name", "upstream", "gateway", "limits", "filters"];
-const UPSTREAM_KEYS: &[&str] = &["bootstrapServers", "tls"];
+const UPSTREAM_KEYS: &[&str] = &["bootstrapServers", "tls", "checkTimeout", "checkOnReload"];
 const GATEWAY_KEYS: &[&str] = &[
     "listenHost",
     "advertisedHost",
@@ -125,9 +127,24 @@ fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
         Some(tls) => Some(tls?),
         None => None,
     };
+    let check_timeout = f.optional(cx, "checkTimeout", |cx, node, path| {
+        let d = duration(cx, node, path)?;
+        if d.is_zero() {
+            return cx.fail(path, node.mark, "must be longer than 0s");
+        }
+        Some(d)
+    });
+    let check_on_reload = f.optional(cx, "checkOnReload", boolean);
+    if (check_timeout.is_none() && f.has("checkTimeout"))
+        || (check_on_reload.is_none() && f.has("checkOnReload"))
+    {
+        return None;
+    }
     Some(Upstream {
         bootstrap_servers: servers?,
         tls,
+        check_timeout: check_timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT),
+        check_on_reload: check_on_reload.unwrap_or(true),
     })
 }
 
@@ -230,6 +247,17 @@ fn broker_ports(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<BrokerPorts>
             path,
             f.mark(),
             format_args!("ports {start}-{last} extend past 65535"),
+        );
+    }
+    let last_node = i64::from(first_node_id) + i64::from(count) - 1;
+    if last_node > i64::from(i32::MAX) {
+        return cx.fail(
+            path,
+            f.mark(),
+            format_args!(
+                "node ids {first_node_id}-{last_node} extend past {} (the largest Kafka node id)",
+                i32::MAX
+            ),
         );
     }
     Some(BrokerPorts {

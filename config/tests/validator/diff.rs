@@ -151,3 +151,22 @@ fn tls_sections_added_and_removed_are_named() {
     assert_eq!(diff(&p, &t).modified[0].reasons, ["upstream.tls added"]);
     assert_eq!(diff(&t, &p).modified[0].reasons, ["upstream.tls removed"]);
 }
+
+#[test]
+fn upstream_check_settings_change_no_cluster() {
+    // checkTimeout and checkOnReload only steer the next reload's check: a
+    // change to them must not drain anyone's connections.
+    let files = MemoryFiles::default();
+    let old = parse(&doc("", &[cluster("a", 19000, "")]), &files);
+    let new = parse(
+        &doc("", &[cluster("a", 19000, "")]).replace(
+            "bootstrapServers: [kafka:9092] }",
+            "bootstrapServers: [kafka:9092], checkTimeout: 3s, checkOnReload: false }",
+        ),
+        &files,
+    );
+    assert!(!new.virtual_clusters[0].upstream.check_on_reload);
+    let d = diff(&old, &new);
+    assert_eq!(d.unchanged, ["a"]);
+    assert!(d.is_empty(), "{d:?}");
+}

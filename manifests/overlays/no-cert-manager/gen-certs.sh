@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Makes a CA and a serving certificate for the webhook's Service with openssl,
-# next to this script: tls.crt, tls.key (the Secret) and cabundle-patch.yaml
-# (the CA in the ValidatingWebhookConfiguration). Run it again to rotate.
+# in run-gen-certs.sh-first/ next to this script: tls.crt, tls.key (the Secret)
+# and cabundle-patch.yaml (the CA in the ValidatingWebhookConfiguration). Run
+# it again to rotate.
 set -euo pipefail
 cd "$(dirname "$0")"
+mkdir -p run-gen-certs.sh-first
+cd run-gen-certs.sh-first
 days="${DAYS:-365}"
 svc=sluice-webhook.sluice-system.svc
 work=$(mktemp -d)

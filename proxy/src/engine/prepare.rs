@@ -33,9 +33,7 @@ pub(super) fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Role)> {
         SocketAddr::new(g.listen_host, g.bootstrap_port.get()),
         Role::Bootstrap,
     )];
-    for i in 0..g.broker_ports.count {
-        let port = g.broker_ports.start.get() + i;
-        let node = g.broker_ports.first_node_id + i32::from(i);
+    for (port, node) in g.broker_ports.pairs() {
         out.push((SocketAddr::new(g.listen_host, port), Role::Broker(node)));
     }
     out
