@@ -76,6 +76,37 @@ pub(crate) async fn connect(
     host: &str,
     port: u16,
 ) -> Result<BoxIo, UpstreamError> {
+    let tls = cluster.connector.as_ref().map(|connector| Tls {
+        connector,
+        server_name: cluster
+            .config
+            .upstream
+            .tls
+            .as_ref()
+            .and_then(|t| t.server_name.as_deref()),
+    });
+    let result = dial(tls, host, port, CONNECT_TIMEOUT).await;
+    if result.is_err() {
+        cluster.metrics.upstream_connect_failures.inc();
+    }
+    result
+}
+
+/// TLS towards a broker: the connector built from the configured trust and
+/// client certificate, and the name to verify (else the broker's host).
+#[derive(Clone, Copy)]
+pub(crate) struct Tls<'a> {
+    pub(crate) connector: &'a tokio_rustls::TlsConnector,
+    pub(crate) server_name: Option<&'a str>,
+}
+
+/// TCP, then TLS when given, to `host:port`, within `timeout`.
+pub(crate) async fn dial(
+    tls: Option<Tls<'_>>,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<BoxIo, UpstreamError> {
     let addr = format!("{host}:{port}");
     let attempt = async {
         let tcp =
@@ -86,35 +117,26 @@ pub(crate) async fn connect(
                     source,
                 })?;
         let _ = tcp.set_nodelay(true);
-        let Some(connector) = &cluster.connector else {
+        let Some(tls) = tls else {
             return Ok(Box::new(tcp) as BoxIo);
         };
-        let name = cluster
-            .config
-            .upstream
-            .tls
-            .as_ref()
-            .and_then(|t| t.server_name.clone())
-            .unwrap_or_else(|| host.to_owned());
+        let name = tls.server_name.unwrap_or(host).to_owned();
         let server_name =
             ServerName::try_from(name.clone()).map_err(|_| UpstreamError::ServerName(name))?;
-        let tls = connector
+        let stream = tls
+            .connector
             .connect(server_name, tcp)
             .await
             .map_err(|source| UpstreamError::Tls {
                 addr: addr.clone(),
                 source,
             })?;
-        Ok(Box::new(tls) as BoxIo)
+        Ok(Box::new(stream) as BoxIo)
     };
-    let result = match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+    match tokio::time::timeout(timeout, attempt).await {
         Ok(r) => r,
         Err(_) => Err(UpstreamError::Timeout(addr)),
-    };
-    if result.is_err() {
-        cluster.metrics.upstream_connect_failures.inc();
     }
-    result
 }
 
 /// Connects to the first reachable bootstrap server.
@@ -156,30 +178,9 @@ pub(crate) async fn node_address(
 /// Asks a bootstrap server for the cluster's brokers.
 async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, UpstreamError> {
     let (mut io, server) = connect_bootstrap(cluster).await?;
-    let fail = |e: String| UpstreamError::Metadata(format!("{server}: {e}"));
-    let versions: ApiVersionsResponse = call(
-        &mut io,
-        ApiKey::ApiVersions,
-        0,
-        1,
-        &ApiVersionsRequest::default(),
-    )
-    .await
-    .map_err(fail)?;
-    let supported = ApiKey::Metadata.valid_versions();
-    let version = versions
-        .api_keys
-        .iter()
-        .find(|k| k.api_key == ApiKey::Metadata as i16)
-        .map(|k| k.max_version.min(supported.max))
-        .filter(|v| *v >= 1)
-        .ok_or_else(|| fail("the broker offers no usable Metadata version".into()))?;
-    let mut request = MetadataRequest::default();
-    // An empty topic list (v1+) asks for brokers only.
-    request.topics = Some(Vec::new());
-    let metadata: MetadataResponse = call(&mut io, ApiKey::Metadata, version, 2, &request)
-        .await
-        .map_err(fail)?;
+    let fail = |e: Step| UpstreamError::Metadata(format!("{server}: {e}"));
+    let version = metadata_version(&mut io).await.map_err(fail)?;
+    let metadata = metadata(&mut io, version).await.map_err(fail)?;
     Ok(metadata
         .brokers
         .into_iter()
@@ -189,6 +190,64 @@ async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, Upstrea
             port: b.port,
         })
         .collect())
+}
+
+/// Where the proxy's own conversation with a broker went wrong.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Step {
+    /// ApiVersions failed (I/O or an unreadable answer).
+    #[error("ApiVersions: {0}")]
+    ApiVersions(String),
+    /// ApiVersions answered with an error code.
+    #[error("ApiVersions answered error code {0}")]
+    ApiVersionsError(i16),
+    /// The broker offers no Metadata version the proxy can use.
+    #[error("the broker offers no usable Metadata version")]
+    NoMetadataVersion,
+    /// Metadata failed (I/O or an unreadable answer).
+    #[error("Metadata: {0}")]
+    Metadata(String),
+    /// Metadata answered with an error code.
+    #[error("Metadata answered error code {0}")]
+    MetadataError(i16),
+}
+
+/// ApiVersions, then the highest Metadata version both sides know (at least 1).
+pub(crate) async fn metadata_version(io: &mut BoxIo) -> Result<i16, Step> {
+    let versions: ApiVersionsResponse = call(
+        io,
+        ApiKey::ApiVersions,
+        0,
+        1,
+        &ApiVersionsRequest::default(),
+    )
+    .await
+    .map_err(Step::ApiVersions)?;
+    if versions.error_code != 0 {
+        return Err(Step::ApiVersionsError(versions.error_code));
+    }
+    let supported = ApiKey::Metadata.valid_versions();
+    versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Metadata as i16)
+        .map(|k| k.max_version.min(supported.max))
+        .filter(|v| *v >= 1)
+        .ok_or(Step::NoMetadataVersion)
+}
+
+/// Metadata for no topic: the brokers only.
+pub(crate) async fn metadata(io: &mut BoxIo, version: i16) -> Result<MetadataResponse, Step> {
+    let mut request = MetadataRequest::default();
+    // An empty topic list (v1+) asks for brokers only.
+    request.topics = Some(Vec::new());
+    let metadata: MetadataResponse = call(io, ApiKey::Metadata, version, 2, &request)
+        .await
+        .map_err(Step::Metadata)?;
+    if metadata.error_code != 0 {
+        return Err(Step::MetadataError(metadata.error_code));
+    }
+    Ok(metadata)
 }
 
 /// Sends one request and reads its response.
