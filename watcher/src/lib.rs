@@ -5,6 +5,7 @@
 //! - `volume`: watching one file for new content, from `sluice-volume`
 //!   (shared with the webhook, which picks up rotated certificates with it)
 //! - [`schedule`]: this pod's slot and delay
+//! - [`fleet`]: slots by rank among peers, and the canary gate
 //! - [`client`]: the proxy's admin API
 //! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
 //! - [`run`]: the loop: wait, validate, reload, resync
@@ -18,6 +19,7 @@
 pub mod cli;
 pub mod client;
 pub mod events;
+pub mod fleet;
 pub mod http;
 pub mod metrics;
 pub mod retry;

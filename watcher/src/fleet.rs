@@ -1,0 +1,10 @@
+//! The fleet: every pod's watcher learns its peers (their proxies' admin
+//! status), takes a slot that no other pod has, and applies a new version
+//! only when the gate opens. Pure decisions here; the polling lives in the
+//! run loop.
+//!
+//! - [`slots`]: a pod's slot is its instance's rank among its peers'
+//! - [`gate`]: whether this pod may apply a version now, must wait, or halts
+
+pub mod gate;
+pub mod slots;

@@ -1,0 +1,171 @@
+//! The canary gate, as a pure function of this pod's slot, its peers'
+//! statuses, the version and the clock.
+//!
+//! Slot 0 (the canary) applies a new version first. Slot k > 0 applies it
+//! only once every live peer with a lower slot runs it, and the canary has
+//! run it for the soak time while ready and without a newly failed cluster.
+//! If any live peer reports that the version failed (its reload failed, its
+//! validate rejected it, or within the soak it became unready or a cluster
+//! failed), the rollout halts: no pod sends validate or reload for it. A peer
+//! silent for the peer timeout is left out: a pod that is down cannot be
+//! harmed by a configuration and must not stop the fleet. A peer that
+//! answers with the old version holds the gate; that is the point.
+
+use std::time::{Duration, Instant};
+
+/// The gate's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// How long the canary must run a version, ready and without a newly
+    /// failed cluster, before the next slots apply it.
+    pub canary_soak: Duration,
+    /// How long a peer may be silent before it is left out.
+    pub peer_timeout: Duration,
+}
+
+/// What this watcher knows of one peer (its own pod included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// The peer's instance name, as its proxy reports it.
+    pub instance: String,
+    /// Its slot (its instance's rank among all peers).
+    pub slot: u64,
+    /// When its status was last read; `None` if it never answered.
+    pub last_answer: Option<Instant>,
+    /// Since when this watcher has been asking it.
+    pub asked_since: Instant,
+    /// Its last status, if it ever answered.
+    pub status: Option<PeerStatus>,
+}
+
+/// The part of a peer proxy's status the gate reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerStatus {
+    /// The version it runs.
+    pub version: String,
+    /// How long it had run that version when its status was read (on its
+    /// own clock, so clocks need not agree across pods).
+    pub running_for: Duration,
+    /// Whether its proxy is ready.
+    pub ready: bool,
+    /// Clusters that failed after its version came into force (a cluster
+    /// already failed before does not count).
+    pub newly_failed: Vec<String>,
+    /// A version that failed on it, and why.
+    pub failed: Option<(String, String)>,
+}
+
+/// What this pod does about a version now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Its proxy runs the version already.
+    Done,
+    /// Validate and reload now (after stagger and jitter, for slot > 0).
+    Apply,
+    /// Not yet, and why.
+    Wait(String),
+    /// A peer failed the version: nobody sends validate or reload for it.
+    Halt {
+        /// The peer whose failure halted the rollout.
+        instance: String,
+        /// What failed.
+        cause: String,
+    },
+}
+
+impl Peer {
+    /// Whether it has been silent for the timeout (left out of the gate). A
+    /// peer that never answered counts from when this watcher first asked: it
+    /// may be starting, and holds the gate until then.
+    pub fn silent(&self, now: Instant, timeout: Duration) -> bool {
+        let since = self.last_answer.unwrap_or(self.asked_since);
+        now.saturating_duration_since(since) >= timeout
+    }
+
+    /// How long it has run its version by `now`, counting the time since its
+    /// status was read.
+    fn running_for(&self, now: Instant) -> Duration {
+        let (Some(status), Some(at)) = (&self.status, self.last_answer) else {
+            return Duration::ZERO;
+        };
+        status.running_for + now.saturating_duration_since(at)
+    }
+
+    fn runs(&self, version: &str) -> bool {
+        self.status.as_ref().is_some_and(|s| s.version == version)
+    }
+}
+
+/// Why a live peer halts `version`, if it does.
+fn halt_cause(peer: &Peer, version: &str, now: Instant, soak: Duration) -> Option<String> {
+    let status = peer.status.as_ref()?;
+    if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| v == version) {
+        return Some(why.clone());
+    }
+    if status.version == version && peer.running_for(now) < soak {
+        if !status.ready {
+            return Some("the proxy became unready while running the version".to_owned());
+        }
+        if !status.newly_failed.is_empty() {
+            return Some(format!(
+                "virtual cluster(s) failed while running the version: {}",
+                status.newly_failed.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+/// Decides what the pod in slot `me` does about `version` (see the module
+/// documentation). `peers` includes this pod's own entry.
+pub fn decide(
+    me: u64,
+    version: &str,
+    peers: &[Peer],
+    now: Instant,
+    settings: &Settings,
+) -> Decision {
+    let live: Vec<&Peer> = peers
+        .iter()
+        .filter(|p| p.slot == me || !p.silent(now, settings.peer_timeout))
+        .collect();
+    for peer in &live {
+        if let Some(cause) = halt_cause(peer, version, now, settings.canary_soak) {
+            return Decision::Halt {
+                instance: peer.instance.clone(),
+                cause,
+            };
+        }
+    }
+    if live.iter().any(|p| p.slot == me && p.runs(version)) {
+        return Decision::Done;
+    }
+    let mut lower: Vec<&&Peer> = live.iter().filter(|p| p.slot < me).collect();
+    lower.sort_by_key(|p| p.slot);
+    let Some(canary) = lower.first() else {
+        // This pod is the canary (or every lower slot is silent).
+        return Decision::Apply;
+    };
+    if let Some(behind) = lower.iter().find(|p| !p.runs(version)) {
+        return Decision::Wait(format!(
+            "waiting for {} (slot {}) to run the version",
+            behind.instance, behind.slot
+        ));
+    }
+    if canary.status.as_ref().is_some_and(|s| !s.ready) {
+        return Decision::Wait(format!("canary {} is not ready", canary.instance));
+    }
+    let ran = canary.running_for(now);
+    if ran < settings.canary_soak {
+        return Decision::Wait(format!(
+            "canary {} has run the version for {}s of {}s",
+            canary.instance,
+            ran.as_secs(),
+            settings.canary_soak.as_secs()
+        ));
+    }
+    Decision::Apply
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! The gate as a table of situations: slots, peers' statuses, the clock.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+const V: &str = "sha256:new";
+const OLD: &str = "sha256:old";
+
+fn settings() -> Settings {
+    Settings {
+        canary_soak: Duration::from_secs(30),
+        peer_timeout: Duration::from_secs(30),
+    }
+}
+
+/// A peer that answered `ago` before `now`, running `version` for `ran`.
+fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
+    let at = now - Duration::from_secs(ago);
+    Peer {
+        instance: format!("pod-{slot}"),
+        slot,
+        last_answer: Some(at),
+        asked_since: now - Duration::from_secs(600),
+        status: Some(PeerStatus {
+            version: version.to_owned(),
+            running_for: Duration::from_secs(ran),
+            ready: true,
+            newly_failed: Vec::new(),
+            failed: None,
+        }),
+    }
+}
+
+fn fleet(now: Instant, versions: &[(&str, u64)]) -> Vec<Peer> {
+    versions
+        .iter()
+        .enumerate()
+        .map(|(i, (v, ran))| peer(i as u64, now, 1, v, *ran))
+        .collect()
+}
+
+#[test]
+fn the_canary_applies_first_and_the_others_wait_for_it() {
+    let now = Instant::now();
+    let peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
+    assert_eq!(decide(0, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Wait("waiting for pod-0 (slot 0) to run the version".into())
+    );
+    assert_eq!(
+        decide(2, V, &peers, now, &settings()),
+        Decision::Wait("waiting for pod-0 (slot 0) to run the version".into())
+    );
+}
+
+#[test]
+fn slot_one_waits_out_the_soak_then_slot_two_waits_for_slot_one() {
+    let now = Instant::now();
+    // The canary has run V for 10 s (read 1 s ago): 11 s of 30.
+    let peers = fleet(now, &[(V, 10), (OLD, 100), (OLD, 100)]);
+    assert_eq!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Wait("canary pod-0 has run the version for 11s of 30s".into())
+    );
+    let later = now + Duration::from_secs(19);
+    assert_eq!(decide(1, V, &peers, later, &settings()), Decision::Apply);
+    assert_eq!(
+        decide(2, V, &peers, later, &settings()),
+        Decision::Wait("waiting for pod-1 (slot 1) to run the version".into())
+    );
+    let peers = fleet(now, &[(V, 60), (V, 1), (OLD, 100)]);
+    assert_eq!(decide(2, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Done);
+}
+
+#[test]
+fn a_soak_of_zero_opens_the_gate_as_soon_as_lower_slots_run_the_version() {
+    let now = Instant::now();
+    let s = Settings {
+        canary_soak: Duration::ZERO,
+        ..settings()
+    };
+    let peers = fleet(now, &[(V, 0), (OLD, 100)]);
+    assert_eq!(decide(1, V, &peers, now, &s), Decision::Apply);
+}
+
+#[test]
+fn any_peer_that_failed_the_version_halts_everyone_including_the_canary() {
+    let now = Instant::now();
+    let mut peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
+    peers[0].status.as_mut().unwrap().failed =
+        Some((V.into(), "reload failed: upstream check failed".into()));
+    let halt = Decision::Halt {
+        instance: "pod-0".into(),
+        cause: "reload failed: upstream check failed".into(),
+    };
+    for me in 0..3 {
+        assert_eq!(decide(me, V, &peers, now, &settings()), halt);
+    }
+    // A newer version is not halted by the old failure.
+    assert_eq!(
+        decide(0, "sha256:newer", &peers, now, &settings()),
+        Decision::Apply
+    );
+}
+
+#[test]
+fn unready_or_a_newly_failed_cluster_within_the_soak_halts_and_after_it_does_not() {
+    let now = Instant::now();
+    let mut peers = fleet(now, &[(V, 5), (OLD, 100)]);
+    peers[0].status.as_mut().unwrap().ready = false;
+    assert!(matches!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Halt { ref instance, .. } if instance == "pod-0"
+    ));
+    let mut peers = fleet(now, &[(V, 5), (OLD, 100)]);
+    peers[0].status.as_mut().unwrap().newly_failed = vec!["orders".into()];
+    assert_eq!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Halt {
+            instance: "pod-0".into(),
+            cause: "virtual cluster(s) failed while running the version: orders".into()
+        }
+    );
+    // Past the soak, an unready canary holds the gate but halts nothing.
+    let mut peers = fleet(now, &[(V, 100), (OLD, 100)]);
+    peers[0].status.as_mut().unwrap().ready = false;
+    assert_eq!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Wait("canary pod-0 is not ready".into())
+    );
+}
+
+#[test]
+fn a_silent_peer_is_left_out_after_the_peer_timeout() {
+    let now = Instant::now();
+    let mut peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
+    // The canary last answered 20 s ago: still in the gate.
+    peers[0].last_answer = Some(now - Duration::from_secs(20));
+    assert!(matches!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Wait(_)
+    ));
+    // 31 s: left out; slot 1 is the lowest live slot and applies.
+    peers[0].last_answer = Some(now - Duration::from_secs(31));
+    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+    // Slot 2 then waits for slot 1, the new canary, and its soak.
+    assert_eq!(
+        decide(2, V, &peers, now, &settings()),
+        Decision::Wait("waiting for pod-1 (slot 1) to run the version".into())
+    );
+    // A peer that never answered is left out once asked for the timeout.
+    let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
+    peers[0].last_answer = None;
+    peers[0].status = None;
+    peers[0].asked_since = now - Duration::from_secs(5);
+    assert!(matches!(
+        decide(1, V, &peers, now, &settings()),
+        Decision::Wait(_)
+    ));
+    peers[0].asked_since = now - Duration::from_secs(31);
+    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+}
+
+#[test]
+fn a_silent_peers_old_failure_does_not_halt() {
+    let now = Instant::now();
+    let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
+    peers[0].status.as_mut().unwrap().failed = Some((V.into(), "x".into()));
+    peers[0].last_answer = Some(now - Duration::from_secs(40));
+    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+}
