@@ -22,7 +22,7 @@ pub enum FileError {
     /// The proxy's user may not read it.
     #[error("permission denied")]
     PermissionDenied,
-    /// It is a directory or something else that is not a regular file.
+    /// It is a directory, a FIFO, a device: anything but a regular file.
     #[error("not a regular file")]
     NotAFile,
     /// It is larger than [`MAX_FILE_BYTES`].
@@ -100,21 +100,37 @@ impl LocalFiles {
 
 impl FileSource for LocalFiles {
     fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
-        let path = self.resolve(path);
-        let file = std::fs::File::open(&path).map_err(io_error)?;
-        let meta = file.metadata().map_err(io_error)?;
-        if !meta.is_file() {
-            return Err(FileError::NotAFile);
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io_error)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(FileError::TooLarge);
-        }
-        Ok(bytes)
+        read_regular(&self.resolve(path), MAX_FILE_BYTES)
     }
+}
+
+/// Reads a regular file of at most `limit` bytes. Anything else (a FIFO, a
+/// device, a directory) is refused before it is opened: opening a FIFO for
+/// reading blocks until a writer comes, and would hold a reload, or `check`,
+/// forever. The check follows symlinks (Secret volume files are symlinks
+/// into `..data`), and is made again on the opened file, which is opened
+/// without blocking, so a file swapped for a FIFO in between is refused too.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if !std::fs::metadata(path).map_err(io_error)?.is_file() {
+        return Err(FileError::NotAFile);
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io_error)?;
+    if !file.metadata().map_err(io_error)?.is_file() {
+        return Err(FileError::NotAFile);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(FileError::TooLarge);
+    }
+    Ok(bytes)
 }
 
 fn io_error(e: std::io::Error) -> FileError {
@@ -172,18 +188,57 @@ impl FileRef {
 }
 
 /// Reads a configuration file, at most one byte over the size limit (the
-/// validator reports the excess); a failure is an I/O problem.
+/// validator reports the excess); a failure is an I/O problem. Like every
+/// referenced file, it must be a regular file (a FIFO would block forever).
 pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(crate::MAX_CONFIG_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
+    match read_regular(path, crate::MAX_CONFIG_BYTES as u64) {
+        Ok(bytes) => Ok(bytes),
+        // One byte over the limit is read so the validator reports it.
+        Err(FileError::TooLarge) => {
+            let mut bytes = Vec::new();
+            std::fs::File::open(path)?
+                .take(crate::MAX_CONFIG_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }
+        Err(FileError::NotFound) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(FileError::PermissionDenied) => Err(std::io::ErrorKind::PermissionDenied.into()),
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_at_once_instead_of_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cert.pem");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Through a symlink too, as in a Secret volume.
+        std::os::unix::fs::symlink(&fifo, dir.path().join("link.pem")).unwrap();
+        let files = LocalFiles::relative_to(dir.path());
+        assert_eq!(files.read("cert.pem").unwrap_err(), FileError::NotAFile);
+        assert_eq!(files.read("link.pem").unwrap_err(), FileError::NotAFile);
+        let e = read_config(&fifo).unwrap_err();
+        assert_eq!(e.to_string(), "not a regular file");
+    }
+
+    #[test]
+    fn a_config_one_byte_over_the_limit_is_read_for_the_validator_to_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.yaml");
+        std::fs::write(&big, vec![b'#'; crate::MAX_CONFIG_BYTES + 100]).unwrap();
+        assert_eq!(
+            read_config(&big).unwrap().len(),
+            crate::MAX_CONFIG_BYTES + 1
+        );
+    }
 
     #[test]
     fn local_files_resolve_relative_paths_and_refuse_directories() {

@@ -1,12 +1,17 @@
 //! The admin HTTP API, served on `admin.listen`: configuration validate,
 //! reload, status and content; clusters; health, readiness and metrics.
 //!
+//! The handlers only translate HTTP: the engine does the work
+//! ([`Engine::validate`], [`Engine::reload`], persisting included) and the
+//! answers are the types of `sluice-admin-api`, which the watcher and the
+//! tests read back.
+//!
 //! - `config`: the configuration endpoints
+//! - `answer`: the engine's outcomes as the admin API's answers
 //! - `auth`: who may call the mutating ones
 //! - [`error`]: the JSON error type
 //! - `serve`: connections with header and body read timeouts
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -14,11 +19,13 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
-use serde_json::json;
+use sluice_admin_api::endpoints;
+use sluice_admin_api::{Clusters, ErrorBody, Health, Readiness};
 
 use crate::config::MAX_CONFIG_BYTES;
 use crate::engine::Engine;
 
+mod answer;
 mod auth;
 mod config;
 pub mod error;
@@ -33,22 +40,20 @@ pub const MAX_BODY_BYTES: usize = MAX_CONFIG_BYTES + 1;
 pub struct AppState {
     /// The running proxy.
     pub engine: Arc<Engine>,
-    /// Where applied configurations are written back (`--persist`).
-    pub persist: Option<PathBuf>,
 }
 
 /// The admin API's routes. Mutating endpoints look at the caller's address,
 /// a `ConnectInfo<SocketAddr>` request extension ([`serve`] adds it).
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/admin/config/validate", post(config::validate))
-        .route("/admin/config/reload", post(config::reload))
-        .route("/admin/config/status", get(config::status))
-        .route("/admin/config", get(config::current))
-        .route("/admin/clusters", get(clusters))
-        .route("/admin/health", get(health))
-        .route("/admin/ready", get(ready))
-        .route("/metrics", get(metrics))
+        .route(endpoints::VALIDATE, post(config::validate))
+        .route(endpoints::RELOAD, post(config::reload))
+        .route(endpoints::STATUS, get(config::status))
+        .route(endpoints::CONFIG, get(config::current))
+        .route(endpoints::CLUSTERS, get(clusters))
+        .route(endpoints::HEALTH, get(health))
+        .route(endpoints::READY, get(ready))
+        .route(endpoints::METRICS, get(metrics))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
@@ -66,22 +71,19 @@ pub async fn serve(
     serve::serve(listener, router(state), read_timeout, shutdown).await;
 }
 
-async fn health() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+async fn health() -> Json<Health> {
+    Json(Health::default())
 }
 
 async fn ready(State(s): State<AppState>) -> Response {
-    let ready = s.engine.is_ready();
-    let code = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
+    let answer = Readiness {
+        ready: s.engine.is_ready(),
     };
-    (code, Json(json!({ "ready": ready }))).into_response()
+    (answer::status(answer.status()), Json(answer)).into_response()
 }
 
-async fn clusters(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({ "clusters": s.engine.clusters() }))
+async fn clusters(State(s): State<AppState>) -> Json<Clusters> {
+    Json(s.engine.clusters())
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {
@@ -96,9 +98,8 @@ async fn metrics(State(s): State<AppState>) -> Response {
 }
 
 async fn not_found() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({ "error": "no such endpoint" })),
-    )
-        .into_response()
+    let body = ErrorBody {
+        error: "no such endpoint".to_owned(),
+    };
+    (StatusCode::NOT_FOUND, Json(body)).into_response()
 }

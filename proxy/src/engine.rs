@@ -7,21 +7,22 @@
 //! a generation that is replaced or removed drains.
 //!
 //! - `prepare`: building generations, binding, routing
-//! - [`reload`]: validate → diff → prepare → commit → drain
+//! - [`validate`]: what a reload of some bytes would do, without doing it
+//! - [`reload`]: validate → diff → prepare → commit → persist → drain
 //! - `drain`: ending a generation's connections
-//! - [`status`]: what `/admin/config/status` reports
+//! - `status`: what `/admin/config/status` and `/admin/clusters` report
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
 use tokio_util::task::TaskTracker;
 
 use crate::config::model::StartupPolicy;
-use crate::config::{FileSource, ValidConfig};
+use crate::config::{FileSource, ProxyConfig, ValidConfig};
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::listener::Listener;
 use crate::events::Events;
@@ -31,10 +32,18 @@ use crate::metrics::Metrics;
 mod drain;
 mod prepare;
 pub mod reload;
-pub mod status;
+mod status;
+#[cfg(test)]
+mod tests;
+pub mod validate;
 
 pub use reload::ReloadOutcome;
-pub use status::ConfigStatus;
+pub use validate::ValidateOutcome;
+
+/// Writes an applied configuration somewhere a restart finds it (`run
+/// --persist` gives one). Called with the exact bytes of every applied
+/// reload, inside the reload (so two reloads never persist out of order).
+pub type Persist = Box<dyn Fn(&[u8]) + Send + Sync>;
 
 /// The process's proxy: configuration in force, generations and listeners.
 pub struct Engine {
@@ -48,6 +57,11 @@ pub struct Engine {
     /// When the running reload started; `None` when none runs.
     reloading: Mutex<Option<SystemTime>>,
     status: Mutex<status::Attempts>,
+    /// The configuration the process started with: what settings that only
+    /// a restart applies are still set to.
+    started_with: Arc<ProxyConfig>,
+    /// Where applied configurations are written, if anywhere.
+    persist: OnceLock<Persist>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -78,40 +92,6 @@ struct Generation {
     since: SystemTime,
     reason: Option<String>,
     listeners: Vec<SocketAddr>,
-}
-
-/// A cluster as `GET /admin/clusters` shows it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterStatus {
-    /// The cluster's name.
-    pub name: String,
-    /// Lifecycle state of its current generation.
-    pub state: State,
-    /// When it entered that state (RFC 3339).
-    pub since: String,
-    /// Why it is in that state, when it failed.
-    pub reason: Option<String>,
-    /// Its generation number.
-    pub generation: u64,
-    /// Client connections open on it.
-    pub active_connections: usize,
-    /// Addresses it listens on.
-    pub listeners: Vec<String>,
-    /// Older generations still draining.
-    pub draining: Vec<DrainingStatus>,
-}
-
-/// A generation that is draining.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DrainingStatus {
-    /// Its generation number.
-    pub generation: u64,
-    /// When it started draining (RFC 3339).
-    pub since: String,
-    /// Connections still open.
-    pub active_connections: usize,
 }
 
 /// Startup failed under `startupPolicy: fail-fast`.
@@ -161,29 +141,24 @@ impl Engine {
             ready: AtomicBool::new(false),
             reloading: Mutex::new(None),
             status: Mutex::new(status::Attempts::default()),
+            started_with: Arc::clone(&config.config),
+            persist: OnceLock::new(),
         });
-        let mut prepared = Vec::new();
         let mut failures = Vec::new();
         let mut inner = engine.lock();
-        for cluster in &config.config.virtual_clusters {
-            let generation = inner.next_generation;
-            inner.next_generation += 1;
-            match prepare::prepare(
-                cluster,
-                generation,
-                &engine.metrics,
-                &engine.events,
-                &inner.listeners,
-            ) {
-                Ok(p) => prepared.push(p),
-                Err(why) => {
-                    let name = cluster.name.to_string();
-                    failures.push((name.clone(), why.clone()));
-                    let record = prepare::failed(&name, generation, why, &engine.events);
-                    inner.clusters.insert(name, record);
-                }
-            }
-        }
+        let prepared = prepare::prepare_each(
+            &mut inner,
+            &config.config.virtual_clusters,
+            &engine.metrics,
+            &engine.events,
+            |inner, failed| {
+                failures.push((failed.name.clone(), failed.why.clone()));
+                let record =
+                    prepare::failed(&failed.name, failed.generation, failed.why, &engine.events);
+                inner.clusters.insert(failed.name, record);
+                ControlFlow::Continue(())
+            },
+        );
         if !failures.is_empty() && config.config.startup_policy == StartupPolicy::FailFast {
             for p in prepared {
                 let name = p.runtime.name().to_owned();
@@ -205,6 +180,13 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Makes every applied reload call `persist` with its bytes, from now
+    /// on. A second hook is refused (returned): there is one place a
+    /// restart reads its configuration from.
+    pub fn set_persist(&self, persist: Persist) -> Result<(), Persist> {
+        self.persist.set(persist)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner
             .lock()
@@ -221,45 +203,9 @@ impl Engine {
         self.lock().config.clone()
     }
 
-    /// Where referenced files are read from.
-    pub fn files(&self) -> &dyn FileSource {
-        &*self.files
-    }
-
     /// Whether startup finished and the proxy is not stopping.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
-    }
-
-    /// Every cluster's current generation, and the ones draining.
-    pub fn clusters(&self) -> Vec<ClusterStatus> {
-        let inner = self.lock();
-        inner
-            .clusters
-            .iter()
-            .map(|(name, g)| ClusterStatus {
-                name: name.clone(),
-                state: g.state,
-                since: rfc3339(g.since),
-                reason: g.reason.clone(),
-                generation: g.generation,
-                active_connections: g.runtime.as_ref().map_or(0, |r| r.active_connections()),
-                listeners: g.listeners.iter().map(ToString::to_string).collect(),
-                draining: inner
-                    .draining
-                    .iter()
-                    .filter(|d| d.runtime.as_ref().is_some_and(|r| r.name() == name))
-                    .map(|d| DrainingStatus {
-                        generation: d.generation,
-                        since: rfc3339(d.since),
-                        active_connections: d
-                            .runtime
-                            .as_ref()
-                            .map_or(0, |r| r.active_connections()),
-                    })
-                    .collect(),
-            })
-            .collect()
     }
 
     /// Stops: not ready, no new connections, every generation drains (each

@@ -11,12 +11,10 @@
 
 use std::fmt;
 
-use serde::Serialize;
-
-/// Where a generation is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
+/// Where a generation is in its life. (`GET /admin/clusters` shows it as
+/// `sluice-admin-api`'s `ClusterState`, the same names.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum State {
     /// Being prepared: filters built, TLS loaded, listeners bound. Serves nothing yet.
     Initializing,
     /// Routed: new connections on its ports come to it. Says nothing about upstream health.
@@ -33,7 +31,7 @@ pub enum State {
 
 /// What happens to a generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// Preparing finished and the routing table now points at it.
     Committed,
     /// Preparing failed.
@@ -47,16 +45,16 @@ pub enum Event {
 /// An event that makes no sense in the current state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("invalid lifecycle transition: {event:?} in state {from}")]
-pub struct InvalidTransition {
+pub(crate) struct InvalidTransition {
     /// The state the generation was in.
-    pub from: State,
+    pub(crate) from: State,
     /// The event that was refused.
-    pub event: Event,
+    pub(crate) event: Event,
 }
 
 impl State {
     /// The state after `event`, or the refusal.
-    pub fn on(self, event: Event) -> Result<State, InvalidTransition> {
+    pub(crate) fn on(self, event: Event) -> Result<State, InvalidTransition> {
         use Event::*;
         use State::*;
         match (self, event) {
@@ -68,8 +66,9 @@ impl State {
         }
     }
 
-    /// Every state, for metrics that export one series per state.
-    pub const ALL: [State; 5] = [
+    /// Every state, for tests that go through them all.
+    #[cfg(test)]
+    pub(crate) const ALL: [State; 5] = [
         State::Initializing,
         State::Accepting,
         State::Draining,
@@ -78,7 +77,7 @@ impl State {
     ];
 
     /// The state's name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             State::Initializing => "initializing",
             State::Accepting => "accepting",

@@ -90,9 +90,13 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
 
     let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
     let stop_admin = CancellationToken::new();
+    if options.persist {
+        let path = options.config.clone();
+        // The engine is new: no hook is set yet.
+        let _ = engine.set_persist(Box::new(move |bytes| persist(&path, bytes)));
+    }
     let state = AppState {
         engine: Arc::clone(&engine),
-        persist: options.persist.then(|| options.config.clone()),
     };
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
@@ -142,10 +146,16 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
 
 /// Writes an applied configuration back to `path` atomically (a temporary
 /// file beside it, then a rename), so a restart comes up with what was last
-/// applied. On a read-only filesystem (a Kubernetes ConfigMap volume) it does
-/// nothing and says so.
-pub fn persist(path: &Path, bytes: &[u8]) {
+/// applied; the engine calls it through the hook `run --persist` sets. When
+/// the file already holds these bytes (a SIGHUP reload of it) there is
+/// nothing to write. On a read-only filesystem (a Kubernetes ConfigMap
+/// volume) it does nothing and says so.
+fn persist(path: &Path, bytes: &[u8]) {
     use std::io::Write;
+    if std::fs::read(path).is_ok_and(|on_disk| on_disk == bytes) {
+        tracing::debug!(config = %path.display(), "applied configuration already on disk");
+        return;
+    }
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

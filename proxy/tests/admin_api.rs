@@ -56,10 +56,7 @@ impl Api {
         let valid = validate(text.as_bytes(), &LocalFiles::relative_to(dir.path())).unwrap();
         let engine = Engine::start(valid, Arc::new(Metrics::new()), files).unwrap();
         Api {
-            state: AppState {
-                engine,
-                persist: None,
-            },
+            state: AppState { engine },
             _dir: dir,
         }
     }

@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
+use sluice_admin_api::{ConfigProblem, ConfigStatus, ValidateAnswer, endpoints};
 use sluice_tests::volume::Volume;
 
 const SWAPS: usize = 200;
@@ -28,6 +29,29 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// The fake proxy's status: it runs no configuration the watcher has.
+fn status_answer() -> ConfigStatus {
+    ConfigStatus {
+        current_config_version: "sha256:none".to_owned(),
+        applied_at: "2025-01-01T00:00:00.000Z".to_owned(),
+        last_reload_attempt: None,
+        last_validation_attempt: None,
+        reload_in_progress_since: None,
+    }
+}
+
+/// The fake proxy finds every configuration invalid, so each swap is one
+/// round (status, validate) and no reload.
+fn invalid_answer() -> ValidateAnswer {
+    let problem = ConfigProblem {
+        line: Some(1),
+        column: Some(1),
+        path: String::new(),
+        message: "bench".to_owned(),
+    };
+    ValidateAnswer::invalid("sha256:bench".to_owned(), vec![problem])
 }
 
 /// A listener that sends the arrival time of every status request.
@@ -59,20 +83,21 @@ fn fake_admin() -> (String, mpsc::Receiver<Instant>) {
                     }
                     let mut body = vec![0; len];
                     let _ = reader.read_exact(&mut body);
-                    let (status, json) = if line.starts_with("GET /admin/config/status") {
+                    let (status, json) = if line.starts_with(&format!("GET {}", endpoints::STATUS))
+                    {
                         let _ = tx.send(arrived);
-                        ("200 OK", r#"{"currentConfigVersion":"sha256:none"}"#)
+                        ("200 OK", serde_json::to_vec(&status_answer()))
                     } else {
-                        (
-                            "400 Bad Request",
-                            r#"{"valid":false,"errors":[{"line":1,"column":1,"path":"","message":"bench"}]}"#,
-                        )
+                        ("400 Bad Request", serde_json::to_vec(&invalid_answer()))
                     };
-                    let resp = format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                    let json = json.expect("answers are JSON");
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
                         json.len()
                     );
-                    if stream.write_all(resp.as_bytes()).is_err() {
+                    if stream.write_all(head.as_bytes()).is_err()
+                        || stream.write_all(&json).is_err()
+                    {
                         return;
                     }
                 }

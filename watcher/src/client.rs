@@ -1,14 +1,20 @@
 //! The proxy's admin API, as the watcher uses it: status, validate, reload.
+//! Answers are read as `sluice-admin-api`'s types, by status; problems are
+//! printed with that crate's one `line:column: path: message` format.
 
 use std::time::Duration;
 
-use serde_json::Value;
+use sluice_admin_api::{ConfigStatus, Refused, ReloadAnswer, ValidateAnswer, endpoints};
 
 /// What the watcher needs to know of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// Validate: valid. Reload: applied (or nothing to do).
-    Accepted,
+    /// Validate: valid. Reload: in force (applied now, or already).
+    Accepted {
+        /// Settings in force that the proxy applies only when it restarts
+        /// (always empty for validate): someone has to restart it.
+        restart_required: Vec<String>,
+    },
     /// The proxy says the configuration is invalid; each error as
     /// `line:column: path: message`.
     Invalid(Vec<String>),
@@ -57,123 +63,206 @@ impl ProxyClient {
 
     /// The configuration version the proxy runs.
     pub async fn current_version(&self) -> Result<String, CallError> {
-        let (status, body) =
-            send(self.request(reqwest::Method::GET, "/admin/config/status")).await?;
-        match status {
-            200 => body["currentConfigVersion"]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| CallError::Fatal("status has no currentConfigVersion".into())),
-            _ => Err(classify(status, &body)),
-        }
+        let (status, body) = send(self.request(reqwest::Method::GET, endpoints::STATUS)).await?;
+        status_answer(status, &body).map(|s| s.current_config_version)
     }
 
     /// `POST /admin/config/validate`.
     pub async fn validate(&self, bytes: &[u8]) -> Result<Answer, CallError> {
         let (status, body) = send(
-            self.request(reqwest::Method::POST, "/admin/config/validate")
+            self.request(reqwest::Method::POST, endpoints::VALIDATE)
                 .body(bytes.to_vec()),
         )
         .await?;
-        answer(status, &body)
+        validate_answer(status, &body)
     }
 
     /// `POST /admin/config/reload`, only on top of `if_match` when given.
     pub async fn reload(&self, bytes: &[u8], if_match: Option<&str>) -> Result<Answer, CallError> {
         let mut r = self
-            .request(reqwest::Method::POST, "/admin/config/reload")
+            .request(reqwest::Method::POST, endpoints::RELOAD)
             .body(bytes.to_vec());
         if let Some(v) = if_match {
-            r = r.header(reqwest::header::IF_MATCH, v);
+            r = r.header(endpoints::IF_MATCH, v);
         }
         let (status, body) = send(r).await?;
-        answer(status, &body)
+        reload_answer(status, &body)
     }
 }
 
-async fn send(r: reqwest::RequestBuilder) -> Result<(u16, Value), CallError> {
+async fn send(r: reqwest::RequestBuilder) -> Result<(u16, Vec<u8>), CallError> {
     let resp = r
         .send()
         .await
         .map_err(|e| CallError::Retry(format!("proxy unreachable: {e}")))?;
     let status = resp.status().as_u16();
-    let text = resp
-        .text()
+    let body = resp
+        .bytes()
         .await
         .map_err(|e| CallError::Retry(format!("reading the proxy's answer: {e}")))?;
-    Ok((
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    ))
+    Ok((status, body.to_vec()))
 }
 
-fn answer(status: u16, body: &Value) -> Result<Answer, CallError> {
-    match status {
-        200 => Ok(Answer::Accepted),
-        400 => Ok(Answer::Invalid(errors(body))),
-        _ => Err(classify(status, body)),
+fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
+    if status != 200 {
+        return Err(classify(&Refused::new(status, body)));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
+}
+
+fn validate_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
+    match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
+        ValidateAnswer::Valid(_) => Ok(Answer::Accepted {
+            restart_required: Vec::new(),
+        }),
+        ValidateAnswer::Invalid(invalid) => Ok(Answer::Invalid(lines(&invalid.errors))),
     }
 }
 
-fn classify(status: u16, body: &Value) -> CallError {
-    let message = body["error"]
-        .as_str()
-        .map_or_else(|| body.to_string(), str::to_owned);
-    match status {
-        409 | 412 | 500..=599 => CallError::Retry(format!("HTTP {status}: {message}")),
-        _ => CallError::Fatal(format!("HTTP {status}: {message}")),
+fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
+    let retry = |error: &str| CallError::Retry(format!("HTTP {status}: {error}"));
+    match ReloadAnswer::from_http(status, body).map_err(|r| classify(&r))? {
+        ReloadAnswer::Applied(applied) => Ok(Answer::Accepted {
+            restart_required: applied.restart_required,
+        }),
+        ReloadAnswer::Rejected(rejected) => Ok(Answer::Invalid(lines(&rejected.errors))),
+        ReloadAnswer::Busy(busy) => Err(retry(&busy.error)),
+        ReloadAnswer::PreconditionFailed(n) | ReloadAnswer::Failed(n) => Err(retry(&n.error)),
+    }
+}
+
+/// Whether an answer the watcher cannot act on is worth retrying.
+fn classify(refused: &Refused) -> CallError {
+    match refused.status {
+        409 | 412 | 500..=599 => CallError::Retry(refused.to_string()),
+        _ => CallError::Fatal(refused.to_string()),
     }
 }
 
 /// The proxy's errors as `line:column: path: message`.
-fn errors(body: &Value) -> Vec<String> {
-    body["errors"]
-        .as_array()
-        .map(|errors| {
-            errors
-                .iter()
-                .map(|e| {
-                    let mut out = String::new();
-                    if let (Some(l), Some(c)) = (e["line"].as_u64(), e["column"].as_u64()) {
-                        out.push_str(&format!("{l}:{c}: "));
-                    }
-                    if let Some(p) = e["path"].as_str().filter(|p| !p.is_empty()) {
-                        out.push_str(&format!("{p}: "));
-                    }
-                    out.push_str(e["message"].as_str().unwrap_or_default());
-                    out
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+fn lines(errors: &[sluice_admin_api::ConfigProblem]) -> Vec<String> {
+    errors.iter().map(ToString::to_string).collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use sluice_admin_api::{ConfigProblem, ReloadApplied};
+
     use super::*;
+
+    /// An answer's body, as the proxy writes it.
+    macro_rules! body {
+        ($answer:expr) => {
+            serde_json::to_vec(&$answer).unwrap()
+        };
+    }
+
+    fn invalid() -> Vec<ConfigProblem> {
+        vec![
+            ConfigProblem {
+                line: Some(3),
+                column: Some(5),
+                path: "a.b".into(),
+                message: "bad".into(),
+            },
+            ConfigProblem {
+                line: None,
+                column: None,
+                path: String::new(),
+                message: "file is empty".into(),
+            },
+        ]
+    }
 
     #[test]
     fn answers_are_classified_by_status() {
-        let invalid = serde_json::json!({"valid": false, "errors": [{"line": 3, "column": 5, "path": "a.b", "message": "bad"}, {"line": null, "column": null, "path": "", "message": "file is empty"}]});
-        assert_eq!(
-            answer(400, &invalid),
-            Ok(Answer::Invalid(vec![
-                "3:5: a.b: bad".into(),
-                "file is empty".into()
-            ]))
-        );
-        assert_eq!(answer(200, &Value::Null), Ok(Answer::Accepted));
+        let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
+        let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
+        assert_eq!(validate_answer(400, &body!(rejected)), Ok(lines.clone()));
+        let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
+        assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
+        let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
+        let accepted = Answer::Accepted {
+            restart_required: Vec::new(),
+        };
+        assert_eq!(validate_answer(200, &body!(valid)), Ok(accepted));
+        let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {
             assert!(matches!(
-                answer(retry, &serde_json::json!({"error": "x"})),
+                validate_answer(retry, refusal),
+                Err(CallError::Retry(_))
+            ));
+            assert!(matches!(
+                reload_answer(retry, refusal),
                 Err(CallError::Retry(_))
             ));
         }
         for fatal in [401, 403, 404] {
-            assert!(matches!(
-                answer(fatal, &serde_json::json!({"error": "x"})),
-                Err(CallError::Fatal(_))
-            ));
+            assert_eq!(
+                reload_answer(fatal, refusal),
+                Err(CallError::Fatal(format!("HTTP {fatal}: x")))
+            );
         }
+    }
+
+    #[test]
+    fn reload_refusals_keep_the_proxys_reason() {
+        let busy = ReloadAnswer::busy("2025-01-02T03:04:05.678Z".into());
+        assert_eq!(
+            reload_answer(409, &body!(busy)),
+            Err(CallError::Retry(
+                "HTTP 409: another reload is in progress".into()
+            ))
+        );
+        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), "sha256:x".into());
+        assert_eq!(
+            reload_answer(500, &body!(failed)),
+            Err(CallError::Retry("HTTP 500: virtual cluster a: bind".into()))
+        );
+    }
+
+    #[test]
+    fn an_applied_reload_says_what_waits_for_a_restart() {
+        let applied = ReloadApplied {
+            success: true,
+            changed: true,
+            config_version: "sha256:x".into(),
+            clusters_added: Vec::new(),
+            clusters_removed: Vec::new(),
+            clusters_modified: Vec::new(),
+            clusters_unchanged: vec!["a".to_owned()],
+            duration_ms: 1.5,
+            restart_required: vec!["admin.listen changed".to_owned()],
+        };
+        assert_eq!(
+            reload_answer(200, &body!(ReloadAnswer::Applied(applied))),
+            Ok(Answer::Accepted {
+                restart_required: vec!["admin.listen changed".to_owned()]
+            })
+        );
+    }
+
+    #[test]
+    fn the_version_comes_from_the_status() {
+        let status = ConfigStatus {
+            current_config_version: "sha256:ab".into(),
+            applied_at: "2025-01-02T03:04:05.678Z".into(),
+            last_reload_attempt: None,
+            last_validation_attempt: None,
+            reload_in_progress_since: None,
+        };
+        assert_eq!(
+            status_answer(200, &body!(status)).map(|s| s.current_config_version),
+            Ok("sha256:ab".to_owned())
+        );
+        assert!(matches!(
+            status_answer(200, b"{}"),
+            Err(CallError::Fatal(_))
+        ));
+        assert!(matches!(
+            status_answer(503, b"down"),
+            Err(CallError::Retry(_))
+        ));
     }
 }

@@ -101,19 +101,26 @@ pub async fn apply(
             r = checks => r,
             _ = newer.changed() => return Outcome::Superseded,
         };
-        let result = match checked {
-            Ok(Err(outcome)) => return outcome,
-            Ok(Ok(current)) => {
-                client
-                    .reload(bytes, Some(&current))
-                    .await
-                    .map(|answer| match answer {
-                        Answer::Accepted => Outcome::Applied,
+        let result =
+            match checked {
+                Ok(Err(outcome)) => return outcome,
+                Ok(Ok(current)) => client.reload(bytes, Some(&current)).await.map(|answer| {
+                    match answer {
+                        Answer::Accepted { restart_required } => {
+                            if !restart_required.is_empty() {
+                                tracing::warn!(
+                                    version = %content.digest,
+                                    restart_required = %restart_required.join("; "),
+                                    "applied; part of it takes effect only when the proxy restarts"
+                                );
+                            }
+                            Outcome::Applied
+                        }
                         Answer::Invalid(errors) => Outcome::Rejected(errors),
-                    })
-            }
-            Err(e) => Err(e),
-        };
+                    }
+                }),
+                Err(e) => Err(e),
+            };
         let reason = match result {
             Ok(outcome) => return outcome,
             Err(CallError::Fatal(reason)) => return Outcome::Failed(reason),

@@ -1,9 +1,10 @@
-//! The admin API's one error type: a status and a human message as JSON.
+//! The admin API's one error type: a status and a human message as an
+//! [`ErrorBody`].
 //! Internals are logged where they happen, never sent.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use serde_json::json;
+use sluice_admin_api::ErrorBody;
 
 /// An error answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +39,10 @@ impl IntoResponse for ApiError {
             ApiError::BadBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        let body = ErrorBody {
+            error: self.to_string(),
+        };
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -41,7 +42,7 @@ pub(super) fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Role)> {
 
 /// Builds a generation and binds the ports not already held. On failure
 /// everything bound here is closed again (the sockets are dropped).
-pub(super) fn prepare(
+fn prepare(
     cluster: &VirtualCluster,
     generation: u64,
     metrics: &Arc<Metrics>,
@@ -68,6 +69,49 @@ pub(super) fn prepare(
         sockets.push((addr, role, Some(socket)));
     }
     Ok(Prepared { runtime, sockets })
+}
+
+/// A cluster whose new generation failed to prepare.
+pub(super) struct Failure {
+    /// The cluster's name.
+    pub(super) name: String,
+    /// The generation number it was given.
+    pub(super) generation: u64,
+    /// Why it failed.
+    pub(super) why: String,
+}
+
+/// The one prepare loop of startup and reload: prepares a new generation of
+/// each cluster in order, numbering them, and hands each failure to
+/// `failed`, which says whether to go on (startup names every failed
+/// cluster) or stop (a reload fails as a whole at the first). Returns the
+/// generations prepared.
+pub(super) fn prepare_each<'a>(
+    inner: &mut Inner,
+    clusters: impl IntoIterator<Item = &'a VirtualCluster>,
+    metrics: &Arc<Metrics>,
+    events: &Events,
+    mut failed: impl FnMut(&mut Inner, Failure) -> ControlFlow<()>,
+) -> Vec<Prepared> {
+    let mut prepared = Vec::new();
+    for cluster in clusters {
+        let generation = inner.next_generation;
+        inner.next_generation += 1;
+        match prepare(cluster, generation, metrics, events, &inner.listeners) {
+            Ok(p) => prepared.push(p),
+            Err(why) => {
+                let failure = Failure {
+                    name: cluster.name.to_string(),
+                    generation,
+                    why,
+                };
+                if failed(inner, failure).is_break() {
+                    break;
+                }
+            }
+        }
+    }
+    prepared
 }
 
 /// Routes a prepared generation's ports to it and makes it the cluster's

@@ -1,14 +1,15 @@
-//! Reload: validate → diff → prepare → commit → drain.
+//! Reload: validate → diff → prepare → commit → persist → drain.
 //!
 //! Everything that can fail happens before anything running is touched: a
 //! bad or failing configuration changes nothing. Unchanged clusters are not
 //! touched at all. At most one reload runs at a time.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{Engine, prepare};
-use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ValidConfig, diff, validate};
+use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ProxyConfig, diff, validate};
 use crate::events::ReloadResult;
 
 /// How long a reload waits for the ports it released to be free.
@@ -25,13 +26,18 @@ pub enum ReloadOutcome {
         changes: ConfigDiff,
         /// From receipt to commit.
         duration: Duration,
-        /// Settings that changed but take effect only at the next start.
+        /// Settings in force that take effect only at the next start.
         restart_required: Vec<String>,
     },
     /// The configuration in force was sent again (same bytes, same files).
     Unchanged {
         /// The version in force.
         version: ConfigVersion,
+        /// Every cluster, all left alone.
+        unchanged: Vec<String>,
+        /// Settings in force that take effect only at the next start (set
+        /// by an earlier reload).
+        restart_required: Vec<String>,
     },
     /// The configuration is invalid; nothing was touched.
     Rejected {
@@ -73,7 +79,8 @@ impl Drop for Slot<'_> {
 
 impl Engine {
     /// Applies `bytes` as the new configuration, if `if_match` (when given)
-    /// is the version in force.
+    /// is the version in force; once applied, persists them (see
+    /// [`Engine::set_persist`]).
     pub fn reload(self: &Arc<Self>, bytes: &[u8], if_match: Option<&str>) -> ReloadOutcome {
         let at = SystemTime::now();
         let start = Instant::now();
@@ -93,7 +100,15 @@ impl Engine {
         };
         let outcome = match slot {
             Err(since) => ReloadOutcome::Busy { since },
-            Ok(_slot) => self.reload_exclusive(bytes, if_match, start),
+            Ok(_slot) => {
+                let outcome = self.reload_exclusive(bytes, if_match, start);
+                if let (ReloadOutcome::Applied { .. }, Some(persist)) =
+                    (&outcome, self.persist.get())
+                {
+                    persist(bytes);
+                }
+                outcome
+            }
         };
         self.report(&outcome, at, &requested, start.elapsed());
         outcome
@@ -134,7 +149,9 @@ impl Engine {
             .collect();
         if changes.is_empty() && retry.is_empty() && new.version == current.version {
             return ReloadOutcome::Unchanged {
+                restart_required: restart_required(&self.started_with, &current.config),
                 version: current.version,
+                unchanged: changes.unchanged,
             };
         }
         let starting = |name: &str| {
@@ -144,38 +161,33 @@ impl Engine {
         };
 
         // Prepare: everything that can fail, before anything is touched.
-        let mut prepared = Vec::new();
-        for cluster in new
-            .config
-            .virtual_clusters
-            .iter()
-            .filter(|c| starting(c.name.as_str()))
-        {
-            let generation = inner.next_generation;
-            inner.next_generation += 1;
-            match prepare::prepare(
-                cluster,
-                generation,
-                &self.metrics,
-                &self.events,
-                &inner.listeners,
-            ) {
-                Ok(p) => prepared.push(p),
-                Err(why) => {
-                    let name = cluster.name.to_string();
-                    prepare::discarded(&name, generation, why.clone(), &self.events);
-                    for p in prepared {
-                        let other = p.runtime.name().to_owned();
-                        let reason = format!("released: virtual cluster {name} failed to prepare");
-                        prepare::discarded(&other, p.runtime.generation, reason, &self.events);
-                    }
-                    // Dropping the prepared generations closes every socket they bound.
-                    return ReloadOutcome::Failed {
-                        reason: format!("virtual cluster {name}: {why}"),
-                        current: current.version,
-                    };
-                }
+        let mut failure = None;
+        let prepared = prepare::prepare_each(
+            &mut inner,
+            new.config
+                .virtual_clusters
+                .iter()
+                .filter(|c| starting(c.name.as_str())),
+            &self.metrics,
+            &self.events,
+            |_, failed| {
+                failure = Some(failed);
+                ControlFlow::Break(())
+            },
+        );
+        if let Some(failed) = failure {
+            let name = failed.name;
+            prepare::discarded(&name, failed.generation, failed.why.clone(), &self.events);
+            for p in prepared {
+                let other = p.runtime.name().to_owned();
+                let reason = format!("released: virtual cluster {name} failed to prepare");
+                prepare::discarded(&other, p.runtime.generation, reason, &self.events);
             }
+            // Dropping the prepared generations closed every socket they bound.
+            return ReloadOutcome::Failed {
+                reason: format!("virtual cluster {name}: {}", failed.why),
+                current: current.version,
+            };
         }
 
         // Commit: cannot fail.
@@ -214,7 +226,7 @@ impl Engine {
             self.drain(&name, old, timeout);
         }
         ReloadOutcome::Applied {
-            restart_required: restart_required(&current, &new),
+            restart_required: restart_required(&self.started_with, &new.config),
             version: new.version,
             changes,
             duration: start.elapsed(),
@@ -276,19 +288,20 @@ impl Engine {
         // the log line finds the attempt in `/admin/config/status`. A refused
         // concurrent attempt does not overwrite the running one's record.
         if result != ReloadResult::Conflict {
-            self.record_reload(at, result.as_str(), version.clone(), took, modified, error);
+            self.record_reload(at, result, version.clone(), took, modified, error);
         }
         self.events.reload(result, &version, took, &detail);
     }
 }
 
-/// Proxy-wide settings that a reload records but cannot apply live.
-fn restart_required(old: &ValidConfig, new: &ValidConfig) -> Vec<String> {
+/// Proxy-wide settings of `now` (in force) that the process, started with
+/// `started`, cannot apply live.
+fn restart_required(started: &ProxyConfig, now: &ProxyConfig) -> Vec<String> {
     let mut out = Vec::new();
-    if old.config.admin.listen != new.config.admin.listen {
+    if started.admin.listen != now.admin.listen {
         out.push(format!(
             "admin.listen changed from {} to {}: the admin API keeps listening on {} until the proxy restarts",
-            old.config.admin.listen, new.config.admin.listen, old.config.admin.listen
+            started.admin.listen, now.admin.listen, started.admin.listen
         ));
     }
     out

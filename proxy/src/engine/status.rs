@@ -1,11 +1,17 @@
-//! What `GET /admin/config/status` reports: the version in force and the
-//! last reload and validation attempts.
+//! What `GET /admin/config/status` and `GET /admin/clusters` report, built
+//! as the admin API's types: the version in force, the last reload and
+//! validation attempts, and every cluster's generations.
 
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use sluice_admin_api::{
+    ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, ReloadAttempt,
+    ReloadStatus, ValidationAttempt, ValidationStatus,
+};
 
-use super::{Engine, rfc3339};
+use super::{Engine, Generation, rfc3339};
+use crate::events::ReloadResult;
+use crate::lifecycle::State;
 
 /// The last reload and validation attempts.
 #[derive(Debug, Clone, Default)]
@@ -14,56 +20,8 @@ pub(super) struct Attempts {
     pub(super) validation: Option<ValidationAttempt>,
 }
 
-/// One reload attempt.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReloadAttempt {
-    /// When it was received (RFC 3339).
-    pub timestamp: String,
-    /// `applied`, `unchanged`, `rejected`, `failed`, `conflict` or `precondition_failed`.
-    pub status: &'static str,
-    /// Version of the configuration it carried.
-    pub requested_version: String,
-    /// How long it took.
-    pub duration_ms: u64,
-    /// Clusters it modified (and added or removed), when applied.
-    pub clusters_modified: Vec<String>,
-    /// Why it did not apply.
-    pub error: Option<String>,
-}
-
-/// One validation attempt (`POST /admin/config/validate`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ValidationAttempt {
-    /// When it was received (RFC 3339).
-    pub timestamp: String,
-    /// `valid` or `invalid`.
-    pub status: &'static str,
-    /// Version of the configuration it carried.
-    pub requested_version: String,
-    /// How many errors were found.
-    pub errors: usize,
-}
-
-/// The body of `GET /admin/config/status`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigStatus {
-    /// Version in force.
-    pub current_config_version: String,
-    /// When it came into force.
-    pub applied_at: String,
-    /// The last reload attempt, if any.
-    pub last_reload_attempt: Option<ReloadAttempt>,
-    /// The last validation attempt, if any.
-    pub last_validation_attempt: Option<ValidationAttempt>,
-    /// When the reload running now started, if one runs.
-    pub reload_in_progress_since: Option<String>,
-}
-
 impl Engine {
-    /// The status report.
+    /// The body of `GET /admin/config/status`.
     pub fn status(&self) -> ConfigStatus {
         let (version, applied_at) = {
             let inner = self.lock();
@@ -83,6 +41,39 @@ impl Engine {
         }
     }
 
+    /// The body of `GET /admin/clusters`: every cluster's current
+    /// generation, and the ones draining.
+    pub fn clusters(&self) -> Clusters {
+        let inner = self.lock();
+        let draining = |name: &str| {
+            inner
+                .draining
+                .iter()
+                .filter(|d| d.runtime.as_ref().is_some_and(|r| r.name() == name))
+                .map(|d| DrainingStatus {
+                    generation: d.generation,
+                    since: rfc3339(d.since),
+                    active_connections: connections(d),
+                })
+                .collect()
+        };
+        let clusters = inner
+            .clusters
+            .iter()
+            .map(|(name, g)| ClusterStatus {
+                name: name.clone(),
+                state: wire_state(g.state),
+                since: rfc3339(g.since),
+                reason: g.reason.clone(),
+                generation: g.generation,
+                active_connections: connections(g),
+                listeners: g.listeners.iter().map(ToString::to_string).collect(),
+                draining: draining(name),
+            })
+            .collect();
+        Clusters { clusters }
+    }
+
     fn attempts(&self) -> std::sync::MutexGuard<'_, Attempts> {
         self.status
             .lock()
@@ -92,7 +83,7 @@ impl Engine {
     pub(super) fn record_reload(
         &self,
         at: SystemTime,
-        status: &'static str,
+        result: ReloadResult,
         requested_version: String,
         took: Duration,
         clusters_modified: Vec<String>,
@@ -100,7 +91,7 @@ impl Engine {
     ) {
         self.attempts().reload = Some(ReloadAttempt {
             timestamp: rfc3339(at),
-            status,
+            status: wire_result(result),
             requested_version,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             clusters_modified,
@@ -108,13 +99,67 @@ impl Engine {
         });
     }
 
-    /// Records a validation attempt.
-    pub fn record_validation(&self, requested_version: String, errors: usize) {
+    pub(super) fn record_validation(&self, requested_version: String, errors: usize) {
         self.attempts().validation = Some(ValidationAttempt {
             timestamp: rfc3339(SystemTime::now()),
-            status: if errors == 0 { "valid" } else { "invalid" },
+            status: if errors == 0 {
+                ValidationStatus::Valid
+            } else {
+                ValidationStatus::Invalid
+            },
             requested_version,
             errors,
         });
+    }
+}
+
+fn connections(g: &Generation) -> usize {
+    g.runtime.as_ref().map_or(0, |r| r.active_connections())
+}
+
+/// The lifecycle state as the admin API names it.
+fn wire_state(state: State) -> ClusterState {
+    match state {
+        State::Initializing => ClusterState::Initializing,
+        State::Accepting => ClusterState::Accepting,
+        State::Draining => ClusterState::Draining,
+        State::Stopped => ClusterState::Stopped,
+        State::Failed => ClusterState::Failed,
+    }
+}
+
+/// A reload's result as the admin API names it (the metrics' label values).
+fn wire_result(result: ReloadResult) -> ReloadStatus {
+    match result {
+        ReloadResult::Applied => ReloadStatus::Applied,
+        ReloadResult::Unchanged => ReloadStatus::Unchanged,
+        ReloadResult::Rejected => ReloadStatus::Rejected,
+        ReloadResult::Failed => ReloadStatus::Failed,
+        ReloadResult::Conflict => ReloadStatus::Conflict,
+        ReloadResult::PreconditionFailed => ReloadStatus::PreconditionFailed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The admin API's names are the lifecycle's and the metrics' names.
+    #[test]
+    fn wire_names_match_the_internal_ones() {
+        for state in State::ALL {
+            assert_eq!(wire_state(state).as_str(), state.as_str());
+        }
+        for result in [
+            ReloadResult::Applied,
+            ReloadResult::Unchanged,
+            ReloadResult::Rejected,
+            ReloadResult::Failed,
+            ReloadResult::Conflict,
+            ReloadResult::PreconditionFailed,
+        ] {
+            let json = serde_json::to_value(wire_result(result)).unwrap();
+            assert_eq!(json, result.as_str());
+        }
     }
 }

@@ -1,0 +1,52 @@
+//! What a reload changes, per virtual cluster.
+
+use serde::{Deserialize, Serialize};
+
+/// The changes between the configuration in force and another one: the
+/// `changes` of a valid [`ConfigValid`](crate::ConfigValid). Clusters are
+/// listed in the order the new configuration names them (removed ones in the
+/// order of the old).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Changes {
+    /// Clusters only in the new configuration: a reload starts them.
+    pub added: Vec<String>,
+    /// Clusters only in the configuration in force: a reload drains them.
+    pub removed: Vec<String>,
+    /// Clusters in both that differ: a reload starts a new generation and
+    /// drains the old one.
+    pub modified: Vec<ModifiedCluster>,
+    /// Clusters in both that are identical: a reload does not touch them, not
+    /// even their connections.
+    pub unchanged: Vec<String>,
+    /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy),
+    /// which belong to no cluster.
+    pub global: Vec<String>,
+}
+
+/// A cluster present in both configurations that differs, and why: the
+/// reasons tell an operator what a reload will restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModifiedCluster {
+    /// The cluster's name.
+    pub name: String,
+    /// What differs, e.g. `gateway.advertisedHost changed from a to b`.
+    pub reasons: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roundtrip::roundtrip;
+
+    #[test]
+    fn roundtrips() {
+        let c: Changes = roundtrip(
+            r#"{"added": ["new"], "removed": ["old"],
+                "modified": [{"name": "a", "reasons": ["gateway.advertisedHost changed from localhost to proxy.local"]}],
+                "unchanged": ["steady"], "global": ["drainTimeout changed from 30s to 5s"]}"#,
+        );
+        assert_eq!(c.modified[0].name, "a");
+    }
+}

@@ -1,0 +1,58 @@
+//! `sluice-admin-api`: the shapes of the proxy's admin API, written once and
+//! used by the proxy (which serves them), the watcher (which calls them) and
+//! the tests (which assert them). Nobody builds or reads this JSON by hand.
+//!
+//! Every answer derives `Serialize` and `Deserialize` with the wire names in
+//! camelCase. Answers never deny unknown fields, so an older client reads a
+//! newer proxy's answers. The endpoints whose status code picks the shape
+//! ([`ValidateAnswer`], [`ReloadAnswer`]) say which status goes with which
+//! shape, and read an HTTP answer back with `from_http`.
+//!
+//! - [`endpoints`]: paths, methods, request bodies and headers
+//! - [`problem`]: one configuration error and its `line:column: path: message` line
+//! - [`changes`]: what a reload changes, per virtual cluster
+//! - [`validate`]: `POST /admin/config/validate`
+//! - [`reload`]: `POST /admin/config/reload`
+//! - [`status`]: `GET /admin/config/status`
+//! - [`clusters`]: `GET /admin/clusters`
+//! - [`probes`]: `GET /admin/health` and `GET /admin/ready`
+//! - [`error`]: the error body of every other failure, and reading answers back
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod changes;
+pub mod clusters;
+pub mod endpoints;
+pub mod error;
+pub mod probes;
+pub mod problem;
+pub mod reload;
+pub mod status;
+pub mod validate;
+
+pub use changes::{Changes, ModifiedCluster};
+pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus};
+pub use error::{ErrorBody, Refused};
+pub use probes::{Health, HealthStatus, Readiness};
+pub use problem::ConfigProblem;
+pub use reload::{ReloadAnswer, ReloadApplied, ReloadBusy, ReloadNotApplied, ReloadRejected};
+pub use status::{ConfigStatus, ReloadAttempt, ReloadStatus, ValidationAttempt, ValidationStatus};
+pub use validate::{ConfigInvalid, ConfigValid, ValidateAnswer};
+
+#[cfg(test)]
+mod roundtrip {
+    //! The check every answer type's test uses.
+
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+
+    /// `json` is read into `T` and written back unchanged (same fields, same
+    /// values); returns what was read.
+    pub(crate) fn roundtrip<T: Serialize + DeserializeOwned>(json: &str) -> T {
+        let value: serde_json::Value = serde_json::from_str(json).expect("example is JSON");
+        let typed: T = serde_json::from_str(json).expect("example reads as the type");
+        let back = serde_json::to_value(&typed).expect("type writes as JSON");
+        assert_eq!(back, value, "written back differently");
+        typed
+    }
+}

@@ -1,0 +1,263 @@
+//! `POST /admin/config/reload`: make a configuration the one in force. The
+//! proxy prepares everything that can fail first, so every answer but 200
+//! means nothing running was touched.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Refused, read};
+use crate::{ConfigProblem, ModifiedCluster};
+
+/// The answer, by status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ReloadAnswer {
+    /// 200: in force, now or already.
+    Applied(ReloadApplied),
+    /// 400: invalid; nothing touched.
+    Rejected(ReloadRejected),
+    /// 409: another reload is running; nothing touched.
+    Busy(ReloadBusy),
+    /// 412: `If-Match` names another version than the one in force; nothing
+    /// touched.
+    PreconditionFailed(ReloadNotApplied),
+    /// 500: preparing failed (a port taken, say); nothing touched.
+    Failed(ReloadNotApplied),
+}
+
+/// 200: the configuration is in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadApplied {
+    /// Always `true`: tells success apart without the status.
+    pub success: bool,
+    /// Whether anything changed; `false` when the configuration in force was
+    /// sent again, which is not an error (a retried reload is harmless).
+    pub changed: bool,
+    /// The version now in force, for the next `If-Match`.
+    pub config_version: String,
+    /// Clusters started.
+    pub clusters_added: Vec<String>,
+    /// Clusters now draining.
+    pub clusters_removed: Vec<String>,
+    /// Clusters that got a new generation (the old one drains), and why.
+    pub clusters_modified: Vec<ModifiedCluster>,
+    /// Clusters left alone, connections and all; every cluster when nothing
+    /// changed. (Absent from proxies before the typed API: read as empty.)
+    #[serde(default)]
+    pub clusters_unchanged: Vec<String>,
+    /// From receipt to commit, in milliseconds: how long the proxy took.
+    pub duration_ms: f64,
+    /// Settings in force in the configuration that the running process
+    /// cannot apply (the admin listener's address): they take effect at the
+    /// next restart, which someone has to do. Repeated on every answer until
+    /// then. (Absent from proxies before the typed API: read as empty.)
+    #[serde(default)]
+    pub restart_required: Vec<String>,
+}
+
+/// 400: the configuration is invalid; the body is a validate 400's plus
+/// `success`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadRejected {
+    /// Always `false`.
+    pub success: bool,
+    /// Always `false`: this failure is the configuration's.
+    pub valid: bool,
+    /// `sha256:<hex>` of the bytes sent, so a caller can remember which
+    /// content was rejected and not send it again.
+    pub config_version: String,
+    /// Every problem found, sorted by position.
+    pub errors: Vec<ConfigProblem>,
+}
+
+/// 409: another reload is running. Worth retrying shortly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadBusy {
+    /// Always `false`.
+    pub success: bool,
+    /// For a human.
+    pub error: String,
+    /// When the running reload started (RFC 3339): one that runs for long
+    /// is worth a look at the proxy's log.
+    pub in_progress_since: String,
+}
+
+/// 412 and 500: not applied, for a reason that is not the configuration's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadNotApplied {
+    /// Always `false`.
+    pub success: bool,
+    /// What failed, for a human.
+    pub error: String,
+    /// The version still in force: after a 412, what `If-Match` should have
+    /// named.
+    pub config_version: String,
+}
+
+impl ReloadAnswer {
+    /// 409.
+    pub fn busy(in_progress_since: String) -> ReloadAnswer {
+        ReloadAnswer::Busy(ReloadBusy {
+            success: false,
+            error: "another reload is in progress".to_owned(),
+            in_progress_since,
+        })
+    }
+
+    /// 412.
+    pub fn precondition_failed(config_version: String) -> ReloadAnswer {
+        ReloadAnswer::PreconditionFailed(ReloadNotApplied {
+            success: false,
+            error: "If-Match does not name the configuration version in force".to_owned(),
+            config_version,
+        })
+    }
+
+    /// 500.
+    pub fn failed(error: String, config_version: String) -> ReloadAnswer {
+        ReloadAnswer::Failed(ReloadNotApplied {
+            success: false,
+            error,
+            config_version,
+        })
+    }
+
+    /// 400.
+    pub fn rejected(config_version: String, errors: Vec<ConfigProblem>) -> ReloadAnswer {
+        ReloadAnswer::Rejected(ReloadRejected {
+            success: false,
+            valid: false,
+            config_version,
+            errors,
+        })
+    }
+
+    /// The HTTP status that goes with the answer.
+    pub fn status(&self) -> u16 {
+        match self {
+            ReloadAnswer::Applied(_) => 200,
+            ReloadAnswer::Rejected(_) => 400,
+            ReloadAnswer::Busy(_) => 409,
+            ReloadAnswer::PreconditionFailed(_) => 412,
+            ReloadAnswer::Failed(_) => 500,
+        }
+    }
+
+    /// Reads an HTTP answer: its status picks the shape. Any other status,
+    /// or a 500 without this shape (a bug in the proxy, not a failed
+    /// prepare), is a [`Refused`].
+    pub fn from_http(status: u16, body: &[u8]) -> Result<ReloadAnswer, Refused> {
+        match status {
+            200 => read(status, body).map(ReloadAnswer::Applied),
+            400 => read(status, body).map(ReloadAnswer::Rejected),
+            409 => read(status, body).map(ReloadAnswer::Busy),
+            412 => read(status, body).map(ReloadAnswer::PreconditionFailed),
+            500 => read(status, body)
+                .map(ReloadAnswer::Failed)
+                .map_err(|_| Refused::new(status, body)),
+            _ => Err(Refused::new(status, body)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roundtrip::roundtrip;
+
+    fn read_back(status: u16, json: &str) -> ReloadAnswer {
+        let answer = ReloadAnswer::from_http(status, json.as_bytes()).unwrap();
+        assert_eq!(answer.status(), status);
+        assert_eq!(
+            serde_json::to_value(&answer).unwrap(),
+            serde_json::from_str::<serde_json::Value>(json).unwrap()
+        );
+        answer
+    }
+
+    #[test]
+    fn applied_roundtrips() {
+        let json = r#"{"success": true, "changed": true, "configVersion": "sha256:ab",
+            "clustersAdded": ["new"], "clustersRemoved": [],
+            "clustersModified": [{"name": "a", "reasons": ["tls changed"]}],
+            "clustersUnchanged": ["steady"], "durationMs": 12.5,
+            "restartRequired": ["admin.listen changed from 127.0.0.1:9190 to 127.0.0.1:9191"]}"#;
+        let a: ReloadApplied = roundtrip(json);
+        assert_eq!(read_back(200, json), ReloadAnswer::Applied(a));
+    }
+
+    #[test]
+    fn unchanged_roundtrips_and_older_answers_still_read() {
+        let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
+            "clustersAdded": [], "clustersRemoved": [], "clustersModified": [],
+            "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": []}"#;
+        roundtrip::<ReloadApplied>(json);
+        let old = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
+            "clustersAdded": [], "clustersRemoved": [], "clustersModified": [], "durationMs": 0}"#;
+        let ReloadAnswer::Applied(a) = ReloadAnswer::from_http(200, old.as_bytes()).unwrap() else {
+            panic!("not applied");
+        };
+        assert!(a.clusters_unchanged.is_empty() && a.restart_required.is_empty());
+    }
+
+    #[test]
+    fn rejected_roundtrips() {
+        let json = r#"{"success": false, "valid": false, "configVersion": "sha256:cd",
+            "errors": [{"line": 3, "column": 5, "path": "virtualClusters[0].name", "message": "bad"}]}"#;
+        let r: ReloadRejected = roundtrip(json);
+        let answer = ReloadAnswer::rejected(r.config_version.clone(), r.errors.clone());
+        assert_eq!(read_back(400, json), answer);
+    }
+
+    #[test]
+    fn busy_roundtrips() {
+        let json = r#"{"success": false, "error": "another reload is in progress",
+            "inProgressSince": "2025-01-02T03:04:05.678Z"}"#;
+        let b: ReloadBusy = roundtrip(json);
+        assert_eq!(
+            read_back(409, json),
+            ReloadAnswer::busy(b.in_progress_since)
+        );
+    }
+
+    #[test]
+    fn not_applied_roundtrips() {
+        let json = r#"{"success": false,
+            "error": "If-Match does not name the configuration version in force",
+            "configVersion": "sha256:ef"}"#;
+        let n: ReloadNotApplied = roundtrip(json);
+        assert_eq!(
+            read_back(412, json),
+            ReloadAnswer::precondition_failed(n.config_version)
+        );
+        let json = r#"{"success": false, "error": "virtual cluster a: bind 127.0.0.1:9092: address in use",
+            "configVersion": "sha256:ef"}"#;
+        let n: ReloadNotApplied = roundtrip(json);
+        assert_eq!(
+            read_back(500, json),
+            ReloadAnswer::failed(n.error, n.config_version)
+        );
+    }
+
+    #[test]
+    fn other_answers_are_refusals() {
+        let bug =
+            ReloadAnswer::from_http(500, br#"{"error": "internal error; see the proxy's log"}"#);
+        assert_eq!(
+            bug,
+            Err(Refused {
+                status: 500,
+                message: "internal error; see the proxy's log".into()
+            })
+        );
+        assert_eq!(
+            ReloadAnswer::from_http(403, br#"{"error": "no"}"#)
+                .unwrap_err()
+                .status,
+            403
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The engine's outcomes as the admin API's answers: the one place where the
+//! proxy's domain types (`sluice-config`'s errors and diff, the engine's
+//! outcomes) become the wire types of `sluice-admin-api`.
+
+use axum::http::StatusCode;
+use sluice_admin_api::{
+    Changes, ConfigProblem, ModifiedCluster, ReloadAnswer, ReloadApplied, ValidateAnswer,
+};
+
+use crate::config::{ConfigDiff, ConfigError, diff::Modified};
+use crate::engine::{ReloadOutcome, ValidateOutcome, rfc3339};
+
+/// An answer's status code for axum.
+pub(super) fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// `POST /admin/config/validate`'s answer.
+pub(super) fn validate(outcome: ValidateOutcome) -> ValidateAnswer {
+    match outcome {
+        ValidateOutcome::Valid { version, changes } => {
+            ValidateAnswer::valid(version.to_string(), wire_changes(changes))
+        }
+        ValidateOutcome::Invalid { version, errors } => {
+            ValidateAnswer::invalid(version.to_string(), problems(errors))
+        }
+    }
+}
+
+/// `POST /admin/config/reload`'s answer.
+pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
+    match outcome {
+        ReloadOutcome::Applied {
+            version,
+            changes,
+            duration,
+            restart_required,
+        } => ReloadAnswer::Applied(ReloadApplied {
+            success: true,
+            changed: !changes.is_empty(),
+            config_version: version.to_string(),
+            clusters_added: changes.added,
+            clusters_removed: changes.removed,
+            clusters_modified: changes.modified.into_iter().map(modified).collect(),
+            clusters_unchanged: changes.unchanged,
+            duration_ms: duration.as_secs_f64() * 1e3,
+            restart_required,
+        }),
+        ReloadOutcome::Unchanged {
+            version,
+            unchanged,
+            restart_required,
+        } => ReloadAnswer::Applied(ReloadApplied {
+            success: true,
+            changed: false,
+            config_version: version.to_string(),
+            clusters_added: Vec::new(),
+            clusters_removed: Vec::new(),
+            clusters_modified: Vec::new(),
+            clusters_unchanged: unchanged,
+            duration_ms: 0.0,
+            restart_required,
+        }),
+        ReloadOutcome::Rejected { version, errors } => {
+            ReloadAnswer::rejected(version.to_string(), problems(errors))
+        }
+        ReloadOutcome::PreconditionFailed { current } => {
+            ReloadAnswer::precondition_failed(current.to_string())
+        }
+        ReloadOutcome::Failed { reason, current } => {
+            ReloadAnswer::failed(reason, current.to_string())
+        }
+        ReloadOutcome::Busy { since } => ReloadAnswer::busy(rfc3339(since)),
+    }
+}
+
+fn problems(errors: Vec<ConfigError>) -> Vec<ConfigProblem> {
+    errors.into_iter().map(problem).collect()
+}
+
+fn problem(e: ConfigError) -> ConfigProblem {
+    ConfigProblem {
+        line: e.line,
+        column: e.column,
+        path: e.path,
+        message: e.message,
+    }
+}
+
+fn wire_changes(d: ConfigDiff) -> Changes {
+    Changes {
+        added: d.added,
+        removed: d.removed,
+        modified: d.modified.into_iter().map(modified).collect(),
+        unchanged: d.unchanged,
+        global: d.global,
+    }
+}
+
+fn modified(m: Modified) -> ModifiedCluster {
+    ModifiedCluster {
+        name: m.name,
+        reasons: m.reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sluice-proxy check` prints `sluice-config`'s errors, the watcher
+    /// prints the admin API's: both print the same line.
+    #[test]
+    fn a_problem_prints_like_the_error_it_comes_from() {
+        let at = |line, column, path: &str| ConfigError {
+            line,
+            column,
+            path: path.to_owned(),
+            message: "port 19092 is already used".to_owned(),
+        };
+        for e in [
+            at(
+                Some(14),
+                Some(7),
+                "virtualClusters[1].gateway.bootstrapPort",
+            ),
+            at(Some(14), None, "virtualClusters[1]"),
+            at(Some(3), Some(1), ""),
+            at(None, None, "admin"),
+            at(None, None, ""),
+        ] {
+            assert_eq!(problem(e.clone()).to_string(), e.to_string());
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Validate: what a reload of some bytes would do, without doing it. The
+//! same validation and diff as a reload's first steps; the attempt is
+//! recorded for `/admin/config/status`.
+
+use super::Engine;
+use crate::config::{ConfigDiff, ConfigError, ConfigVersion, diff, validate};
+
+/// How validating a configuration ended.
+#[derive(Debug, Clone)]
+pub enum ValidateOutcome {
+    /// Valid; a reload would make these changes.
+    Valid {
+        /// Its version.
+        version: ConfigVersion,
+        /// What a reload would change, compared with the configuration in force.
+        changes: ConfigDiff,
+    },
+    /// Invalid.
+    Invalid {
+        /// Version of the bytes sent.
+        version: ConfigVersion,
+        /// Every error, sorted by position.
+        errors: Vec<ConfigError>,
+    },
+}
+
+impl Engine {
+    /// Validates `bytes` (reading the files they name from this engine's
+    /// file source) and compares them with the configuration in force.
+    /// Changes nothing but the record of the last validation attempt.
+    pub fn validate(&self, bytes: &[u8]) -> ValidateOutcome {
+        let current = self.config();
+        let version = ConfigVersion::of(bytes);
+        let requested = version.to_string();
+        let outcome = match validate(bytes, &*self.files) {
+            Ok(new) => ValidateOutcome::Valid {
+                changes: diff(&current.config, &new.config),
+                version: new.version,
+            },
+            Err(errors) => ValidateOutcome::Invalid { version, errors },
+        };
+        let errors = match &outcome {
+            ValidateOutcome::Valid { .. } => 0,
+            ValidateOutcome::Invalid { errors, .. } => errors.len(),
+        };
+        self.record_validation(requested, errors);
+        outcome
+    }
+}
