@@ -35,8 +35,13 @@ pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus};
 pub use error::{ErrorBody, Refused};
 pub use probes::{Health, HealthStatus, Readiness};
 pub use problem::ConfigProblem;
-pub use reload::{ReloadAnswer, ReloadApplied, ReloadBusy, ReloadNotApplied, ReloadRejected};
-pub use status::{ConfigStatus, ReloadAttempt, ReloadStatus, ValidationAttempt, ValidationStatus};
+pub use reload::{
+    ReloadAnswer, ReloadApplied, ReloadBusy, ReloadNotApplied, ReloadRejected, UpstreamCheckFailure,
+};
+pub use status::{
+    ConfigStatus, FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStatus,
+    ValidationAttempt, ValidationStatus,
+};
 pub use validate::{ConfigInvalid, ConfigValid, ValidateAnswer};
 
 #[cfg(test)]

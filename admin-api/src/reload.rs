@@ -95,6 +95,32 @@ pub struct ReloadNotApplied {
     /// The version still in force: after a 412, what `If-Match` should have
     /// named.
     pub config_version: String,
+    /// When the upstream check failed: per bootstrap server of each failing
+    /// cluster, the address and the cause. Such a failure is final for the
+    /// version: retrying the same bytes cannot help (a new version can).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream_check: Vec<UpstreamCheckFailure>,
+}
+
+/// One bootstrap server that failed a reload's upstream check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamCheckFailure {
+    /// The virtual cluster.
+    pub cluster: String,
+    /// The bootstrap server, `host:port`.
+    pub address: String,
+    /// What went wrong: `connection refused`, `no answer within 10s`, a TLS
+    /// certificate problem, a Kafka error.
+    pub cause: String,
+}
+
+impl ReloadNotApplied {
+    /// Whether retrying the same configuration cannot succeed (its upstream
+    /// check failed).
+    pub fn is_final(&self) -> bool {
+        !self.upstream_check.is_empty()
+    }
 }
 
 impl ReloadAnswer {
@@ -113,15 +139,21 @@ impl ReloadAnswer {
             success: false,
             error: "If-Match does not name the configuration version in force".to_owned(),
             config_version,
+            upstream_check: Vec::new(),
         })
     }
 
     /// 500.
-    pub fn failed(error: String, config_version: String) -> ReloadAnswer {
+    pub fn failed(
+        error: String,
+        config_version: String,
+        upstream_check: Vec<UpstreamCheckFailure>,
+    ) -> ReloadAnswer {
         ReloadAnswer::Failed(ReloadNotApplied {
             success: false,
             error,
             config_version,
+            upstream_check,
         })
     }
 
@@ -238,8 +270,19 @@ mod tests {
         let n: ReloadNotApplied = roundtrip(json);
         assert_eq!(
             read_back(500, json),
-            ReloadAnswer::failed(n.error, n.config_version)
+            ReloadAnswer::failed(n.error, n.config_version, Vec::new())
         );
+        assert!(!n.upstream_check.is_empty() || !read_back_final(json));
+        let json = r#"{"success": false, "error": "virtual cluster a: upstream check failed: k:9092: connection refused",
+            "configVersion": "sha256:ef",
+            "upstreamCheck": [{"cluster": "a", "address": "k:9092", "cause": "connection refused"}]}"#;
+        let n: ReloadNotApplied = roundtrip(json);
+        assert!(n.is_final());
+        assert_eq!(n.upstream_check[0].cause, "connection refused");
+    }
+
+    fn read_back_final(json: &str) -> bool {
+        matches!(read_back(500, json), ReloadAnswer::Failed(n) if n.is_final())
     }
 
     #[test]

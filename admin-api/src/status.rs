@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The answer (200).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigStatus {
     /// `sha256:<hex>` of the configuration in force: the watcher compares
@@ -21,6 +21,68 @@ pub struct ConfigStatus {
     pub last_validation_attempt: Option<ValidationAttempt>,
     /// When the reload running now started (RFC 3339), if one runs.
     pub reload_in_progress_since: Option<String>,
+    /// This proxy's instance name (`run --instance`: the pod name): a
+    /// watcher's slot is the rank of its own instance among its peers'.
+    #[serde(default)]
+    pub instance: String,
+    /// Whether the proxy is ready (startup done, not stopping): a canary
+    /// that turns unready during its soak halts a rollout.
+    #[serde(default)]
+    pub ready: bool,
+    /// How long the version in force has been in force, on this proxy's own
+    /// clock (so peers need not agree on the time).
+    #[serde(default)]
+    pub running_for_ms: u64,
+    /// The last version that failed here (rejected by validate, failed to
+    /// reload, or failed its upstream check): kept beside the last attempt
+    /// so that later attempts cannot hide it from the other pods' gates.
+    #[serde(default)]
+    pub last_failed_version: Option<FailedVersion>,
+    /// Clusters whose current generation is failed, and why.
+    #[serde(default)]
+    pub clusters_failed: Vec<FailedCluster>,
+}
+
+/// A version that failed on this proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedVersion {
+    /// `sha256:<hex>` of the configuration that failed.
+    pub version: String,
+    /// Where it failed.
+    pub stage: FailureStage,
+    /// Why, as a person reads it.
+    pub reason: String,
+    /// When (RFC 3339).
+    pub timestamp: String,
+}
+
+/// Where a version failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureStage {
+    /// `POST /admin/config/validate` or the reload's own validation found
+    /// errors.
+    Validate,
+    /// The reload's upstream check failed (final for that version).
+    UpstreamCheck,
+    /// Preparing the reload failed (a port taken, say).
+    Reload,
+}
+
+/// A cluster whose current generation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedCluster {
+    /// The cluster.
+    pub name: String,
+    /// Why it failed.
+    pub error: String,
+    /// When (RFC 3339).
+    pub since: String,
+    /// Whether it failed after the version in force came into force (a
+    /// rollout's canary counts only these against the new version).
+    pub since_current_version: bool,
 }
 
 /// One reload attempt.
@@ -93,7 +155,9 @@ mod tests {
     fn roundtrips_before_any_attempt() {
         let s: ConfigStatus = roundtrip(
             r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
-                "lastReloadAttempt": null, "lastValidationAttempt": null, "reloadInProgressSince": null}"#,
+                "lastReloadAttempt": null, "lastValidationAttempt": null, "reloadInProgressSince": null,
+                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200,
+                "lastFailedVersion": null, "clustersFailed": []}"#,
         );
         assert_eq!(s.current_config_version, "sha256:ab");
     }
@@ -107,7 +171,13 @@ mod tests {
                     "error": "If-Match does not match the version in force (sha256:ab)"},
                 "lastValidationAttempt": {"timestamp": "2025-01-02T03:04:04.000Z", "status": "valid",
                     "requestedVersion": "sha256:cd", "errors": 0},
-                "reloadInProgressSince": "2025-01-02T03:04:06.000Z"}"#,
+                "reloadInProgressSince": "2025-01-02T03:04:06.000Z",
+                "instance": "a", "ready": false, "runningForMs": 0,
+                "lastFailedVersion": {"version": "sha256:cd", "stage": "upstream_check",
+                    "reason": "virtual cluster orders: upstream check failed: k:9092: connection refused",
+                    "timestamp": "2025-01-02T03:04:05.000Z"},
+                "clustersFailed": [{"name": "orders", "error": "bind: address in use",
+                    "since": "2025-01-02T03:04:05.000Z", "sinceCurrentVersion": true}]}"#,
         );
         let reload = s.last_reload_attempt.unwrap();
         assert_eq!(reload.status, ReloadStatus::PreconditionFailed);

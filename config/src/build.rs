@@ -7,17 +7,25 @@ use std::time::Duration;
 
 use super::listeners::{Claim, Owner};
 use super::model::{
-    Admin, DEFAULT_ADMIN_LISTEN, DEFAULT_DRAIN_TIMEOUT, ProxyConfig, StartupPolicy,
+    Admin, DEFAULT_ADMIN_LISTEN, DEFAULT_DRAIN_TIMEOUT, MAX_MAX_BUFFERED_BYTES,
+    MIN_MAX_BUFFERED_BYTES, ProxyConfig, ProxyLimits, StartupPolicy,
 };
-use super::read::{Cx, Fields, string};
+use super::read::{Cx, Fields, integer, string};
 use super::tls::{Loaded, read_file};
 use super::types::{parse_duration, parse_listen};
 use super::yaml::Node;
 
 mod cluster;
 
-const TOP_KEYS: &[&str] = &["admin", "drainTimeout", "startupPolicy", "virtualClusters"];
+const TOP_KEYS: &[&str] = &[
+    "admin",
+    "drainTimeout",
+    "startupPolicy",
+    "limits",
+    "virtualClusters",
+];
 const ADMIN_KEYS: &[&str] = &["listen", "tokenFile"];
+const LIMITS_KEYS: &[&str] = &["maxBufferedBytes"];
 /// Builds the whole configuration from the document's root.
 /// The token `manifests/base` ships so that it applies as it is; a proxy
 /// must never run with it (anyone who can read the repository knows it).
@@ -35,12 +43,33 @@ pub(crate) fn proxy_config(cx: &mut Cx<'_>, root: &Node) -> Option<ProxyConfig> 
     let startup_policy = f
         .optional(cx, "startupPolicy", startup_policy)
         .unwrap_or(StartupPolicy::FailFast);
+    let limits = match f.optional(cx, "limits", |cx, node, path| Some(limits(cx, node, path))) {
+        Some(limits) => limits,
+        None => Some(ProxyLimits::default()),
+    };
     let virtual_clusters = f.required(cx, "virtualClusters", cluster::virtual_clusters);
     Some(ProxyConfig {
         admin: admin?,
         drain_timeout,
         startup_policy,
+        limits: limits?,
         virtual_clusters: virtual_clusters?,
+    })
+}
+
+/// The proxy-wide `limits`.
+fn limits(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<ProxyLimits> {
+    let f = Fields::of(cx, node, path, LIMITS_KEYS)?;
+    let max_buffered_bytes = f.optional(cx, "maxBufferedBytes", |cx, node, path| {
+        // Both bounds fit in an i64.
+        let range = (MIN_MAX_BUFFERED_BYTES as i64, MAX_MAX_BUFFERED_BYTES as i64);
+        integer(cx, node, path, range.0, range.1).map(|n| n as u64)
+    });
+    if max_buffered_bytes.is_none() && f.has("maxBufferedBytes") {
+        return None;
+    }
+    Some(ProxyLimits {
+        max_buffered_bytes: max_buffered_bytes.unwrap_or(ProxyLimits::default().max_buffered_bytes),
     })
 }
 

@@ -21,7 +21,8 @@ pub struct ConfigDiff {
     pub modified: Vec<Modified>,
     /// Clusters in both that are identical; a reload leaves them alone.
     pub unchanged: Vec<String>,
-    /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy).
+    /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy,
+    /// limits).
     pub global: Vec<String>,
 }
 
@@ -87,6 +88,11 @@ fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
         "startupPolicy",
         old.startup_policy.as_str(),
         new.startup_policy.as_str(),
+    );
+    r.value(
+        "limits.maxBufferedBytes",
+        &old.limits.max_buffered_bytes,
+        &new.limits.max_buffered_bytes,
     );
     r.0
 }

@@ -42,10 +42,10 @@ pub mod tls;
 pub mod types;
 pub mod yaml;
 
+pub use build::PLACEHOLDER_TOKEN;
 pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
 pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
-pub use build::PLACEHOLDER_TOKEN;
 pub use model::ProxyConfig;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.

@@ -18,6 +18,15 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on one Kafka frame, in bytes (100 MiB, Kafka's `socket.request.max.bytes`).
 pub const DEFAULT_MAX_FRAME_BYTES: u32 = 100 * 1024 * 1024;
+/// Default cap on the bytes the whole proxy holds for frames in flight (256
+/// MiB: half the 512 MiB the manifests give the pod, which leaves room for
+/// the one frame allowed past it and for the process itself).
+pub const DEFAULT_MAX_BUFFERED_BYTES: u64 = 256 * 1024 * 1024;
+/// Smallest `limits.maxBufferedBytes` (1 MiB): below it a few clients would
+/// take turns at every frame.
+pub const MIN_MAX_BUFFERED_BYTES: u64 = 1024 * 1024;
+/// Largest `limits.maxBufferedBytes` (1 TiB).
+pub const MAX_MAX_BUFFERED_BYTES: u64 = 1 << 40;
 
 /// A whole proxy configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,8 +37,30 @@ pub struct ProxyConfig {
     pub drain_timeout: Duration,
     /// What startup does when a virtual cluster cannot start.
     pub startup_policy: StartupPolicy,
+    /// Proxy-wide resource limits.
+    pub limits: ProxyLimits,
     /// The virtual clusters, in the order written.
     pub virtual_clusters: Vec<VirtualCluster>,
+}
+
+/// Proxy-wide resource limits (`limits` at the top level; each virtual
+/// cluster has its own [`Limits`] too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyLimits {
+    /// Bytes the data plane may hold for frames, across every connection of
+    /// every cluster: read buffers of frames passing through, frames held
+    /// whole to be rewritten or answered, the proxy's own answers waiting
+    /// their turn. At the limit, connections stop reading until memory is
+    /// released. Applied when the process starts.
+    pub max_buffered_bytes: u64,
+}
+
+impl Default for ProxyLimits {
+    fn default() -> Self {
+        ProxyLimits {
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+        }
+    }
 }
 
 impl ProxyConfig {

@@ -196,42 +196,19 @@ pub(crate) fn parse_ip(s: &str) -> Result<IpAddr, String> {
         .map_err(|_| format!("{s:?} is not an IP address (use 0.0.0.0 for every IPv4 interface)"))
 }
 
-/// Longest duration accepted anywhere in the configuration.
-pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// Longest duration accepted anywhere in the configuration (and on any
+/// command line): [`sluice_process::duration::MAX`].
+pub const MAX_DURATION: Duration = sluice_process::duration::MAX;
 
-/// Parses `500ms`, `30s`, `2m` or `1h`: a whole number and one unit.
+/// Parses `500ms`, `30s`, `2m` or `1h`: a whole number and one unit, at
+/// most [`MAX_DURATION`]; the one parser every Sluice binary uses.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!(
-            "{s:?} is not a duration: write a whole number and a unit, ms, s, m or h (e.g. 30s)"
-        )
-    };
-    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let millis = match unit {
-        "ms" => Some(n),
-        "s" => n.checked_mul(1_000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => return Err(bad()),
-    };
-    match millis.map(Duration::from_millis) {
-        Some(d) if d <= MAX_DURATION => Ok(d),
-        _ => Err(format!("{s:?} is longer than the maximum of 24h")),
-    }
+    sluice_process::duration::parse(s).map_err(|e| e.to_string())
 }
 
 /// Prints a duration the way it would be written in the configuration.
 pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    match ms {
-        0 => "0s".to_owned(),
-        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
-        _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
-        _ if ms.is_multiple_of(1_000) => format!("{}s", ms / 1_000),
-        _ => format!("{ms}ms"),
-    }
+    sluice_process::duration::format(d)
 }
 
 #[cfg(test)]

@@ -242,7 +242,10 @@ impl Builder {
                     "{} at {}:{} (while parsing a {what} started at {}:{})",
                     info.strip_prefix(&format!("while parsing a {what}, "))
                         .unwrap_or(info),
-                    at.line, at.column, start.line, start.column
+                    at.line,
+                    at.column,
+                    start.line,
+                    start.column
                 ),
             ),
             None => SyntaxError::at(at, info),
@@ -358,8 +361,11 @@ impl Builder {
 
 /// The character at a 1-based line and column, if there is one.
 fn char_at(text: &str, mark: Mark) -> Option<char> {
-    let line = text.lines().nth(usize::try_from(mark.line).ok()?.checked_sub(1)?)?;
-    line.chars().nth(usize::try_from(mark.column).ok()?.checked_sub(1)?)
+    let line = text
+        .lines()
+        .nth(usize::try_from(mark.line).ok()?.checked_sub(1)?)?;
+    line.chars()
+        .nth(usize::try_from(mark.column).ok()?.checked_sub(1)?)
 }
 
 fn too_deep(mark: Mark) -> SyntaxError {

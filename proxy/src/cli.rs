@@ -6,18 +6,21 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use sluice_process::Exit;
+pub use sluice_process::LogFormat;
 
 use crate::config::{self, ConfigError, LocalFiles, ValidConfig, read_config};
+use crate::server::RunOptions;
 
 mod check;
 mod diff;
 
 /// Exit code: everything checked is valid.
-pub const EXIT_VALID: u8 = 0;
+pub const EXIT_VALID: u8 = Exit::Ok.code();
 /// Exit code: a configuration is invalid.
-pub const EXIT_INVALID: u8 = 1;
+pub const EXIT_INVALID: u8 = Exit::Invalid.code();
 /// Exit code: bad usage, or a file could not be read.
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_USAGE: u8 = Exit::Usage.code();
 
 /// Kafka proxy with virtual clusters and hot, all-or-nothing configuration reload.
 #[derive(Debug, Parser)]
@@ -79,23 +82,46 @@ pub struct RunArgs {
     pub persist: bool,
     /// How long a caller of the admin API may take to send a request's
     /// headers (its body may take three times as long); a stalled caller is
-    /// disconnected. Written like durations in the configuration: 10s, 500ms.
-    #[arg(long, default_value = "10s", value_parser = crate::config::types::parse_duration, env = "SLUICE_ADMIN_READ_TIMEOUT")]
+    /// disconnected. Written like durations in the configuration: 10s,
+    /// 500ms; more than 0s, at most 24h.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = sluice_process::duration::parse_positive_flag, env = "SLUICE_ADMIN_READ_TIMEOUT")]
     pub admin_read_timeout: std::time::Duration,
     /// Log format: `text` for people, `json` (one object per line) for log
     /// pipelines. The level comes from SLUICE_LOG (e.g. `info`,
-    /// `sluice_proxy=debug`), default `info`.
+    /// `sluice_proxy=debug`), else RUST_LOG, default `info`.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "SLUICE_LOG_FORMAT")]
     pub log_format: LogFormat,
+    /// This proxy's instance name, reported in `/admin/config/status`: a
+    /// watcher's rollout slot is its instance's rank among its peers'.
+    /// Default: env POD_NAME, then SLUICE_INSTANCE, then the host name.
+    #[arg(long, value_name = "NAME")]
+    pub instance: Option<String>,
 }
 
-/// How logs are written (to stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
+/// The instance name: `--instance`, else POD_NAME, SLUICE_INSTANCE, the host name.
+fn instance(flag: Option<&str>) -> String {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    flag.map(str::to_owned)
+        .or_else(|| env("POD_NAME"))
+        .or_else(|| env("SLUICE_INSTANCE"))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+impl RunArgs {
+    /// What [`crate::server::run`] needs from the command line.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            config: self.config.clone(),
+            persist: self.persist,
+            admin_read_timeout: self.admin_read_timeout,
+            instance: instance(self.instance.as_deref()),
+        }
+    }
 }
 
 /// Arguments of `diff`.

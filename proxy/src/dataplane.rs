@@ -1,18 +1,27 @@
 //! The data plane: listeners, connections, upstream access.
 //!
-//! - [`buffer`]: how read buffers grow, per direction
 //! - [`cluster`]: one generation of a virtual cluster at run time
 //! - [`listener`]: bound sockets and their routes
-//! - [`connection`]: one proxied client connection
+//! - [`connection`]: one proxied client connection; its two directions,
+//!   [`requests`] and [`responses`]
+//! - [`buffer`]: how a direction holds bytes (a chunk while busy, none idle)
+//! - [`block`]: frames held whole, in memory that goes back to the OS
+//! - [`budget`]: the process-wide cap on buffered bytes
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`tls`]: rustls configurations from validated material
 
+mod block;
 mod buffer;
-#[allow(dead_code)] // wired into the reload once the engine moves to the typed admin API
+pub(crate) mod budget;
 pub(crate) mod check;
 pub(crate) mod cluster;
 pub(crate) mod connection;
 pub(crate) mod listener;
+mod requests;
+mod responses;
 pub(crate) mod tls;
 pub(crate) mod upstream;
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,7 @@
 //! a generation that is replaced or removed drains.
 //!
 //! - `prepare`: building generations, binding, routing
+//! - `check`: the upstream check a reload runs before it prepares
 //! - [`validate`]: what a reload of some bytes would do, without doing it
 //! - [`reload`]: validate → diff → prepare → commit → persist → drain
 //! - `drain`: ending a generation's connections
@@ -29,6 +30,9 @@ use crate::events::Events;
 use crate::lifecycle::State;
 use crate::metrics::Metrics;
 
+mod check;
+#[cfg(test)]
+mod check_tests;
 mod drain;
 mod prepare;
 pub mod reload;
@@ -62,6 +66,8 @@ pub struct Engine {
     started_with: Arc<ProxyConfig>,
     /// Where applied configurations are written, if anywhere.
     persist: OnceLock<Persist>,
+    /// This proxy's instance name (`run --instance`), reported in status.
+    instance: OnceLock<String>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -143,6 +149,7 @@ impl Engine {
             status: Mutex::new(status::Attempts::default()),
             started_with: Arc::clone(&config.config),
             persist: OnceLock::new(),
+            instance: OnceLock::new(),
         });
         let mut failures = Vec::new();
         let mut inner = engine.lock();
@@ -185,6 +192,16 @@ impl Engine {
     /// restart reads its configuration from.
     pub fn set_persist(&self, persist: Persist) -> Result<(), Persist> {
         self.persist.set(persist)
+    }
+
+    /// Names this proxy (`run --instance`: the pod name) for status; once.
+    pub fn set_instance(&self, name: String) -> Result<(), String> {
+        self.instance.set(name)
+    }
+
+    /// This proxy's instance name (empty until set).
+    pub fn instance(&self) -> &str {
+        self.instance.get().map_or("", String::as_str)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

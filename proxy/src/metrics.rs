@@ -1,14 +1,20 @@
 //! Prometheus metrics. One [`Metrics`] per process owns the registry; each
 //! virtual cluster gets a [`ClusterMetrics`] with its label values resolved
-//! once, so the data path only bumps atomics.
+//! once, so the data path only bumps atomics. The process-wide buffer budget
+//! lives here too, beside the gauges that show it: it is as much one per
+//! process as the registry, and every generation is handed both.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+use crate::config::model::DEFAULT_MAX_BUFFERED_BYTES;
+use crate::dataplane::budget::Budget;
 
 /// `cluster` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -74,6 +80,7 @@ pub struct ResultLabels {
 pub struct Metrics {
     registry: std::sync::Mutex<Registry>,
     families: Families,
+    budget: Arc<Budget>,
 }
 
 impl Default for Metrics {
@@ -143,10 +150,40 @@ impl Metrics {
             "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
             f.drained.clone(),
         );
+        let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
+        r.register(
+            "buffered_bytes",
+            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
+            used.clone(),
+        );
+        r.register(
+            "buffered_bytes_limit",
+            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
+            limit.clone(),
+        );
+        r.register(
+            "buffered_reads_paused",
+            "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
+            paused.clone(),
+        );
+        let budget = Budget::new(DEFAULT_MAX_BUFFERED_BYTES, used, limit, paused);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
+            budget: Arc::new(budget),
         }
+    }
+
+    /// Sets `limits.maxBufferedBytes` from the configuration the process
+    /// starts with. Later calls change nothing: a new value takes effect at
+    /// the next start.
+    pub fn configure_buffers_at_start(&self, max_buffered_bytes: u64) {
+        self.budget.configure_at_start(max_buffered_bytes);
+    }
+
+    /// The process-wide budget of buffered bytes.
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.budget
     }
 
     /// Registers more metrics (the admin API and reload engine add theirs).
@@ -202,7 +239,10 @@ impl Metrics {
 pub struct ClusterMetrics {
     name: String,
     families: Families,
-    /// Client connections open now.
+    /// Client connections open now, in every generation of the cluster (one
+    /// series per cluster name, which every generation shares): the count
+    /// `limits.maxConnections` is enforced on, see
+    /// [`ClusterMetrics::open_connection`].
     pub connections_active: Gauge,
     /// Client connections accepted.
     pub connections_total: Counter,
@@ -217,6 +257,18 @@ pub struct ClusterMetrics {
 }
 
 impl ClusterMetrics {
+    /// Counts a connection in, unless `max` are open across the cluster's
+    /// generations already: a draining generation's connections count
+    /// against the new one's limit. Undone by `connections_active.dec()`.
+    pub fn open_connection(&self, max: u32) -> bool {
+        self.connections_active
+            .inner()
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < i64::from(max)).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
     fn api(&self, api: &str) -> ApiLabels {
         ApiLabels {
             cluster: self.name.clone(),

@@ -1,12 +1,16 @@
-//! `sluice-proxy run`: load the configuration, start every cluster, serve the
-//! admin API; reload on SIGHUP; on SIGTERM or SIGINT become not-ready, drain
-//! every cluster up to `drainTimeout`, and return.
+//! `sluice-proxy run`, in two steps a test can also take in-process:
+//! [`Proxy::start`] loads and validates the configuration, binds the admin
+//! port and starts every cluster; [`Proxy::serve`] serves the admin API (and
+//! reloads the file on SIGHUP, when asked) until shutdown, then becomes
+//! not-ready, drains every cluster up to `drainTimeout`, and returns.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sluice_process::exit::{Exit, ExitStatus};
+use sluice_process::signals::{self, Hangups};
 use tokio::net::TcpListener;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AppState};
@@ -22,8 +26,11 @@ pub struct RunOptions {
     pub config: PathBuf,
     /// Write each configuration applied through the API back to `config`.
     pub persist: bool,
-    /// How long an admin API caller may take to send a request's headers.
+    /// How long an admin API caller may take to send a request's headers
+    /// (its body may take three times as long).
     pub admin_read_timeout: std::time::Duration,
+    /// This proxy's instance name in status (`--instance`): the pod name.
+    pub instance: String,
 }
 
 /// Why the proxy could not run.
@@ -53,7 +60,7 @@ pub enum RunError {
     #[error("admin listener {addr}: {source}")]
     Admin {
         /// Its address.
-        addr: std::net::SocketAddr,
+        addr: SocketAddr,
         /// Why.
         #[source]
         source: std::io::Error,
@@ -63,64 +70,135 @@ pub enum RunError {
     Signals(#[source] std::io::Error),
 }
 
-/// Runs the proxy until a termination signal, then drains and returns.
-pub async fn run(options: RunOptions) -> Result<(), RunError> {
-    let path = options.config.display().to_string();
-    let bytes = read_config(&options.config).map_err(|source| RunError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    let files = Arc::new(LocalFiles::beside(&options.config));
-    let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {
-        path: path.clone(),
-        errors,
-    })?;
-    tracing::info!(config = %path, version = %valid.version, clusters = valid.config.virtual_clusters.len(), "configuration loaded");
-    let admin_addr = valid.config.admin.listen;
-    // Bind the admin port first: if it is taken, nothing else is started.
-    let admin_listener = TcpListener::bind(admin_addr)
-        .await
-        .map_err(|source| RunError::Admin {
-            addr: admin_addr,
-            source,
-        })?;
-    let mut term = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signals)?;
-    let mut hup = signal(SignalKind::hangup()).map_err(RunError::Signals)?;
-
-    let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
-    let stop_admin = CancellationToken::new();
-    if options.persist {
-        let path = options.config.clone();
-        // The engine is new: no hook is set yet.
-        let _ = engine.set_persist(Box::new(move |bytes| persist(&path, bytes)));
-    }
-    let state = AppState {
-        engine: Arc::clone(&engine),
-    };
-    let admin_task = tokio::spawn(admin::serve(
-        admin_listener,
-        state,
-        options.admin_read_timeout,
-        stop_admin.clone(),
-    ));
-    tracing::info!(admin = %admin_addr, "sluice-proxy ready");
-
-    loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-            _ = hup.recv() => reload_from_file(&engine, &options.config).await,
+impl ExitStatus for RunError {
+    /// 2 when the file cannot be read; 1 for everything else, as `run`'s
+    /// help promises (an invalid configuration, clusters or the admin port
+    /// that cannot start).
+    fn exit(&self) -> Exit {
+        match self {
+            RunError::Read { .. } => Exit::Usage,
+            _ => Exit::Invalid,
         }
     }
-    tracing::info!(drain_timeout = ?engine.config().config.drain_timeout, "stopping: not ready, draining every cluster");
-    engine.shutdown().await;
-    stop_admin.cancel();
-    if let Err(e) = admin_task.await {
-        tracing::error!(error = %e, "admin server task failed");
-    }
-    tracing::info!("stopped");
+}
+
+/// `sluice-proxy run`: installs the signal handlers, starts, and serves
+/// until SIGTERM or SIGINT, reloading the file on SIGHUP.
+pub async fn run(options: RunOptions) -> Result<(), RunError> {
+    let shutdown = signals::shutdown_token().map_err(RunError::Signals)?;
+    let hangups = Hangups::install().map_err(RunError::Signals)?;
+    Proxy::start(options)
+        .await?
+        .reload_on(hangups)
+        .serve(shutdown)
+        .await;
     Ok(())
+}
+
+/// A started proxy: configuration valid, admin port bound, every cluster
+/// serving; the admin API is served by [`Proxy::serve`].
+#[derive(Debug)]
+pub struct Proxy {
+    options: RunOptions,
+    engine: Arc<Engine>,
+    admin: TcpListener,
+    admin_addr: SocketAddr,
+    hangups: Option<Hangups>,
+}
+
+impl Proxy {
+    /// Reads and validates the configuration, binds the admin port (first:
+    /// if it is taken, nothing else is started) and starts every cluster.
+    pub async fn start(options: RunOptions) -> Result<Proxy, RunError> {
+        let path = options.config.display().to_string();
+        let bytes = read_config(&options.config).map_err(|source| RunError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let files = Arc::new(LocalFiles::beside(&options.config));
+        let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {
+            path: path.clone(),
+            errors,
+        })?;
+        tracing::info!(config = %path, version = %valid.version, clusters = valid.config.virtual_clusters.len(), "configuration loaded");
+        let addr = valid.config.admin.listen;
+        let failed = |source| RunError::Admin { addr, source };
+        let admin = TcpListener::bind(addr).await.map_err(failed)?;
+        let admin_addr = admin.local_addr().map_err(failed)?;
+
+        let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
+        // The engine is new: no name is set yet.
+        let _ = engine.set_instance(options.instance.clone());
+        if options.persist {
+            let path = options.config.clone();
+            // The engine is new: no hook is set yet.
+            let _ = engine.set_persist(Box::new(move |bytes| persist(&path, bytes)));
+        }
+        Ok(Proxy {
+            options,
+            engine,
+            admin,
+            admin_addr,
+            hangups: None,
+        })
+    }
+
+    /// The bound admin API address.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
+    /// Re-reads the configuration file on each SIGHUP while serving, and
+    /// reloads it through the same path as `POST /admin/config/reload`.
+    pub fn reload_on(mut self, hangups: Hangups) -> Proxy {
+        self.hangups = Some(hangups);
+        self
+    }
+
+    /// Serves the admin API until `shutdown`; then becomes not ready,
+    /// drains every cluster up to `drainTimeout`, and stops the admin API.
+    pub async fn serve(self, shutdown: CancellationToken) {
+        let Proxy {
+            options,
+            engine,
+            admin,
+            admin_addr,
+            mut hangups,
+        } = self;
+        let stop_admin = CancellationToken::new();
+        let state = AppState {
+            engine: Arc::clone(&engine),
+        };
+        let admin_task = tokio::spawn(admin::serve(
+            admin,
+            state,
+            options.admin_read_timeout,
+            stop_admin.clone(),
+        ));
+        tracing::info!(admin = %admin_addr, "sluice-proxy ready");
+
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                Some(()) = hangup(&mut hangups) => reload_from_file(&engine, &options.config).await,
+            }
+        }
+        tracing::info!(drain_timeout = ?engine.config().config.drain_timeout, "stopping: not ready, draining every cluster");
+        engine.shutdown().await;
+        stop_admin.cancel();
+        if let Err(e) = admin_task.await {
+            tracing::error!(error = %e, "admin server task failed");
+        }
+        tracing::info!("stopped");
+    }
+}
+
+/// The next SIGHUP, or never when the proxy does not reload on SIGHUP.
+async fn hangup(hangups: &mut Option<Hangups>) -> Option<()> {
+    match hangups {
+        Some(h) => h.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// SIGHUP: re-read the configuration file and reload it through the same
@@ -189,3 +267,6 @@ fn read_only(e: &std::io::Error) -> bool {
         std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::repo;
+use sluice_testkit::repo;
 
 /// Every object of an overlay's rendering.
 #[derive(Debug)]

@@ -4,9 +4,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::ports::port;
-use crate::process::Proc;
 use crate::python;
+use sluice_testkit::ports::port;
+use sluice_testkit::process::Proc;
 
 /// A single-node tansu broker with in-memory storage. Its node id is 111.
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::repo;
+use sluice_testkit::repo;
 
 /// The virtualenv's interpreter.
 pub fn interpreter() -> PathBuf {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
 use sluice_admin_api::{ConfigProblem, ConfigStatus, ValidateAnswer, endpoints};
-use sluice_tests::volume::Volume;
+use sluice_testkit::volume::Volume;
 
 const SWAPS: usize = 200;
 
@@ -39,6 +39,11 @@ fn status_answer() -> ConfigStatus {
         last_reload_attempt: None,
         last_validation_attempt: None,
         reload_in_progress_since: None,
+        instance: "bench".to_owned(),
+        ready: true,
+        running_for_ms: 0,
+        last_failed_version: None,
+        clusters_failed: Vec::new(),
     }
 }
 

@@ -63,8 +63,18 @@ impl ProxyClient {
 
     /// The configuration version the proxy runs.
     pub async fn current_version(&self) -> Result<String, CallError> {
+        self.status().await.map(|s| s.current_config_version)
+    }
+
+    /// `GET /admin/config/status`.
+    pub async fn status(&self) -> Result<ConfigStatus, CallError> {
         let (status, body) = send(self.request(reqwest::Method::GET, endpoints::STATUS)).await?;
-        status_answer(status, &body).map(|s| s.current_config_version)
+        status_answer(status, &body)
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:9190`.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// `POST /admin/config/validate`.
@@ -128,6 +138,12 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
         }),
         ReloadAnswer::Rejected(rejected) => Ok(Answer::Invalid(lines(&rejected.errors))),
         ReloadAnswer::Busy(busy) => Err(retry(&busy.error)),
+        // An upstream-check failure is final for this version: a retry of
+        // the same bytes cannot help, a new version can.
+        ReloadAnswer::Failed(n) if n.is_final() => Err(CallError::Fatal(format!(
+            "HTTP {status}: {}",
+            n.error
+        ))),
         ReloadAnswer::PreconditionFailed(n) | ReloadAnswer::Failed(n) => Err(retry(&n.error)),
     }
 }
@@ -176,6 +192,25 @@ mod tests {
     }
 
     #[test]
+    fn an_upstream_check_failure_is_final_and_a_bind_failure_is_retried() {
+        let check = sluice_admin_api::UpstreamCheckFailure {
+            cluster: "a".into(),
+            address: "127.0.0.1:1".into(),
+            cause: "connection refused".into(),
+        };
+        let failed = ReloadAnswer::failed("check".into(), "sha256:x".into(), vec![check]);
+        assert!(matches!(
+            reload_answer(500, &body!(failed)),
+            Err(CallError::Fatal(_))
+        ));
+        let failed = ReloadAnswer::failed("bind".into(), "sha256:x".into(), Vec::new());
+        assert!(matches!(
+            reload_answer(500, &body!(failed)),
+            Err(CallError::Retry(_))
+        ));
+    }
+
+    #[test]
     fn answers_are_classified_by_status() {
         let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
         let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
@@ -215,7 +250,7 @@ mod tests {
                 "HTTP 409: another reload is in progress".into()
             ))
         );
-        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), "sha256:x".into());
+        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), "sha256:x".into(), Vec::new());
         assert_eq!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry("HTTP 500: virtual cluster a: bind".into()))
@@ -251,6 +286,7 @@ mod tests {
             last_reload_attempt: None,
             last_validation_attempt: None,
             reload_in_progress_since: None,
+            ..ConfigStatus::default()
         };
         assert_eq!(
             status_answer(200, &body!(status)).map(|s| s.current_config_version),

@@ -5,6 +5,12 @@
 //!
 //! - [`slots`]: a pod's slot is its instance's rank among its peers'
 //! - [`gate`]: whether this pod may apply a version now, must wait, or halts
+//! - [`peers`]: the peers' URLs and their last statuses
+//! - [`rollout`]: waiting at the gate
+//! - [`view`]: `sluice-watcher fleet`, one line per pod
 
 pub mod gate;
+pub mod peers;
+pub mod rollout;
 pub mod slots;
+pub mod view;

@@ -1,13 +1,18 @@
 //! The watcher's own small HTTP server: `/healthz` (fails when the watch
-//! loop stalls) and `/metrics`.
+//! loop stalls) and `/metrics`, with the same header and body read timeouts
+//! as the proxy's admin API and the webhook (`sluice_process::http`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use sluice_process::http::Timeouts;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::run::Heartbeat;
@@ -21,6 +26,16 @@ pub struct HttpState {
     pub heartbeat: Arc<Heartbeat>,
     /// How old the stamp may be before the loop counts as stalled, in seconds.
     pub stall_after: u64,
+}
+
+/// How long a scraper or a probe may take to send a request's headers
+/// (its body, three times that): the other two servers' default.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves the routes on `listener` until `shutdown`.
+pub async fn serve(listener: TcpListener, state: HttpState, shutdown: CancellationToken) {
+    let timeouts = Timeouts::reading(READ_TIMEOUT);
+    sluice_process::http::serve(listener, router(state), timeouts, shutdown).await;
 }
 
 /// The routes.

@@ -5,21 +5,26 @@
 //! - `volume`: watching one file for new content, from `sluice-volume`
 //!   (shared with the webhook, which picks up rotated certificates with it)
 //! - [`schedule`]: this pod's slot and delay
-//! - [`fleet`]: slots by rank among peers, and the canary gate
+//! - [`fleet`]: slots by rank among peers, the canary gate, `fleet` view
+//! - [`heartbeat`]: liveness of the loop (a wait at the gate counts)
 //! - [`client`]: the proxy's admin API
 //! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
 //! - [`run`]: the loop: wait, validate, reload, resync
 //! - [`metrics`]: metrics and the events they count
 //! - [`events`]: Kubernetes Events on the watcher's own pod (`--events`)
-//! - [`http`]: `/healthz` and `/metrics`
+//! - [`http`]: `/healthz` and `/metrics`, with read timeouts
+//! - [`app`]: the program: start (token, client, port), then serve until
+//!   shutdown
 //! - [`cli`]: the command line
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod app;
 pub mod cli;
 pub mod client;
 pub mod events;
 pub mod fleet;
+pub mod heartbeat;
 pub mod http;
 pub mod metrics;
 pub mod retry;

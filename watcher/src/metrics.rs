@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
+pub mod fleet;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -31,6 +33,8 @@ pub struct Metrics {
     last_success: Gauge<f64, std::sync::atomic::AtomicU64>,
     applied: Family<VersionLabel, Gauge>,
     lag: Histogram,
+    /// The fleet rollout's metrics (slot, peers, halt).
+    pub fleet: fleet::FleetMetrics,
 }
 
 impl Default for Metrics {
@@ -52,6 +56,7 @@ impl Metrics {
             last_success: Gauge::default(),
             applied: Family::default(),
             lag: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            fleet: fleet::FleetMetrics::default(),
         };
         registry.register("swaps", "New file contents seen", m.swaps.clone());
         registry.register(
@@ -84,6 +89,7 @@ impl Metrics {
             "From kubelet writing a version (its ..<timestamp> directory) to the proxy applying it",
             m.lag.clone(),
         );
+        m.fleet.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -5,13 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::client::{Answer, CallError, ProxyClient};
+pub use crate::heartbeat::Heartbeat;
 use crate::events::{Kind, PodEvents};
+use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
 use crate::metrics::Metrics;
 use crate::retry::Retry;
 use crate::schedule::{self, Slot};
@@ -32,6 +33,9 @@ pub struct Settings {
     pub jitter: Duration,
     /// How long one content is retried before giving up until the next resync.
     pub retry_deadline: Duration,
+    /// The fleet rollout (`--peers`/`--peers-dns`): the canary gate instead
+    /// of the per-slot delay.
+    pub fleet: Option<FleetSettings>,
 }
 
 /// How applying one content ended.
@@ -49,26 +53,6 @@ pub enum Outcome {
     Superseded,
 }
 
-/// Liveness: the loop stamps this whenever it wakes.
-#[derive(Debug, Default)]
-pub struct Heartbeat(AtomicU64);
-
-impl Heartbeat {
-    fn beat(&self) {
-        self.0.store(now_secs(), Ordering::Release);
-    }
-
-    /// Seconds since the loop last woke.
-    pub fn age(&self) -> u64 {
-        now_secs().saturating_sub(self.0.load(Ordering::Acquire))
-    }
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// Applies one content: skip it if the proxy runs it, else validate, then
 /// reload on top of the version seen. Gives up when `newer` changes.
@@ -206,6 +190,7 @@ pub async fn run(
     let mut next = Some((rx.borrow_and_update().clone(), false));
     let mut rejected: Option<String> = None;
     let mut first = true;
+    let mut rollout = settings.fleet.clone().map(Rollout::new);
     loop {
         heartbeat.beat();
         let (content, staggered) = match next.take() {
@@ -226,10 +211,34 @@ pub async fn run(
         if rejected.as_deref() == Some(content.digest.as_str()) {
             continue;
         }
-        let content = if staggered {
-            wait_turn(&settings, &mut rx, content).await
-        } else {
-            content
+        // With peers, every version (at startup too: a restarted watcher
+        // re-derives a halt from its peers) passes the gate; without, a new
+        // version waits this pod's delay.
+        let content = match (&mut rollout, staggered) {
+            (Some(rollout), _) => {
+                match rollout
+                    .wait(&client, &metrics, &heartbeat, settings.stagger, settings.jitter, &mut rx, content)
+                    .await
+                {
+                    GateResult::Go(content) => content,
+                    GateResult::Superseded(c) => {
+                        metrics.swap_seen(&c.digest, c.data_dir.as_deref());
+                        next = Some((c, true));
+                        continue;
+                    }
+                    GateResult::Halted { instance, cause } => {
+                        if !instance.is_empty() {
+                            let message = format!(
+                                "rollout of proxy configuration halted: {instance} failed it: {cause}"
+                            );
+                            event(events.as_ref(), Kind::Warning, "RolloutHalted", message);
+                        }
+                        continue;
+                    }
+                }
+            }
+            (None, true) => wait_turn(&settings, &mut rx, content).await,
+            (None, false) => content,
         };
         heartbeat.beat();
         let events = events.as_ref();
@@ -265,6 +274,9 @@ pub async fn run(
                 );
                 event(events, Kind::Warning, "ConfigRejected", message);
                 rejected = Some(content.digest.clone());
+                if let Some(rollout) = &mut rollout {
+                    rollout.failed_here(&metrics, &content.digest, "validation rejected it");
+                }
             }
             Outcome::Failed(reason) => {
                 metrics.failed(&content.digest, &reason);
@@ -273,6 +285,9 @@ pub async fn run(
                     content.digest
                 );
                 event(events, Kind::Warning, "ConfigFailed", message);
+                if let Some(rollout) = &mut rollout {
+                    rollout.failed_here(&metrics, &content.digest, &reason);
+                }
             }
             Outcome::Superseded => {
                 let c = rx.borrow_and_update().clone();

@@ -10,8 +10,7 @@
 //! which gathers the `BENCH` lines into its table; `SLUICE_BENCH_QUICK=1`
 //! measures less).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,11 +18,12 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::RootCertStore;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
+use sluice_testkit::certs::Ca;
+use sluice_testkit::process::Proc;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -32,16 +32,6 @@ const WARMUP: usize = 30;
 const ROUNDS: usize = 300;
 /// Client connections, each sending its requests one after another.
 const CONNECTIONS: usize = 2;
-
-/// The webhook process, killed by PID on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -53,44 +43,30 @@ fn main() -> anyhow::Result<()> {
 
 async fn bench() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate()?;
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])?.signed_by(&key, &issuer)?;
-    let (cert_path, key_path) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
-    std::fs::write(&cert_path, leaf.pem())?;
-    std::fs::write(&key_path, key.serialize_pem())?;
+    let ca = Ca::new("sluice-webhook bench CA");
+    let leaf = ca.sign(&["127.0.0.1"], "sluice-webhook", None);
+    let (cert_path, key_path) = leaf.write(dir.path(), "tls.crt", "tls.key");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice-webhook"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-            "--tls-cert",
-        ])
-        .arg(&cert_path)
-        .arg("--tls-key")
-        .arg(&key_path)
-        // The per-admission log line is not what is measured; the ready
-        // line (from `run`) is needed.
-        .env("SLUICE_LOG", "warn,sluice_webhook::run=info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("no stderr"))?;
-    let _server = Server(child);
-    let addr = ready_address(stderr)?;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice-webhook"));
+    cmd.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--log-format",
+        "json",
+        "--tls-cert",
+    ])
+    .arg(&cert_path)
+    .arg("--tls-key")
+    .arg(&key_path)
+    // The per-admission log line is not what is measured; the ready line
+    // (from `run`) is needed.
+    .env("SLUICE_LOG", "warn,sluice_webhook::run=info");
+    // Killed by PID when dropped, at the end of the bench.
+    let mut server = Proc::spawn("sluice-webhook", cmd);
+    let addr = ready_address(&mut server)?;
 
     let mut roots = RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(ca.pem().as_bytes())?)?;
+    roots.add(CertificateDer::from_pem_slice(ca.pem.as_bytes())?)?;
     let config = Arc::new(
         rustls::ClientConfig::builder()
             .with_root_certificates(roots)
@@ -222,17 +198,17 @@ fn report(cases: &[(&str, usize)], runs: &[Vec<Run>]) {
 }
 
 /// The address from the "webhook ready" log line.
-fn ready_address(stderr: std::process::ChildStderr) -> anyhow::Result<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            if v["message"] == "webhook ready" {
-                let _ = tx.send(v["addr"].as_str().unwrap_or_default().to_owned());
-            }
-        }
-    });
-    Ok(rx.recv_timeout(Duration::from_secs(20))?)
+fn ready_address(server: &mut Proc) -> anyhow::Result<String> {
+    let message = |line: &str| {
+        let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        v["message"] == "webhook ready"
+    };
+    let line = server.wait_until("\"webhook ready\"", message, Duration::from_secs(20));
+    let v: Value = serde_json::from_str(&line)?;
+    let addr = v["addr"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no addr: {line}"))?;
+    Ok(addr.to_owned())
 }
 
 type Sender = http1::SendRequest<Full<Bytes>>;

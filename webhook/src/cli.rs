@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use sluice_process::LogFormat;
+use sluice_process::duration::{parse_flag, parse_positive_flag};
 
 use crate::run::{FileCheck, Options};
 
@@ -74,43 +76,35 @@ pub struct Args {
     )]
     pub max_errors: usize,
     /// How long a client may take to send a request's headers, and then its
-    /// body, and to finish the TLS handshake (e.g. `10s`, `500ms`).
+    /// body, and to finish the TLS handshake (e.g. `10s`, `500ms`; more than
+    /// 0s, at most 24h).
     #[arg(
         long,
         env = "SLUICE_READ_TIMEOUT",
         value_name = "DURATION",
         default_value = "10s",
-        value_parser = humantime::parse_duration
+        value_parser = parse_positive_flag
     )]
     pub read_timeout: Duration,
     /// After SIGTERM or SIGINT: how long requests in flight may take before
-    /// the process exits anyway.
+    /// the process exits anyway (e.g. `10s`; at most 24h).
     #[arg(
         long,
         env = "SLUICE_SHUTDOWN_GRACE",
         value_name = "DURATION",
         default_value = "10s",
-        value_parser = humantime::parse_duration
+        value_parser = parse_flag
     )]
     pub shutdown_grace: Duration,
     /// Log format: `text` for people, `json` (one object per line) for log
     /// pipelines. The level comes from SLUICE_LOG (e.g. `info`,
-    /// `sluice_webhook=debug`), default `info`.
+    /// `sluice_webhook=debug`), else RUST_LOG, default `info`.
     #[arg(long, value_enum, env = "SLUICE_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
 
-/// How logs are written (to stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
 impl Args {
-    /// What [`crate::run::run`] needs from the command line.
+    /// What [`crate::run::Webhook::start`] needs from the command line.
     pub fn options(&self) -> Options {
         let files = if self.check_files {
             FileCheck::Local {
@@ -167,5 +161,24 @@ mod tests {
         let only = base.iter().chain(&["--check-files"]);
         let o = Args::try_parse_from(only).expect("parses").options();
         assert!(matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/")));
+    }
+
+    #[test]
+    fn durations_use_the_shared_parser() {
+        let base = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
+        let args = base
+            .iter()
+            .chain(&["--read-timeout", "500ms", "--shutdown-grace", "0"]);
+        let o = Args::try_parse_from(args).expect("parses").options();
+        assert_eq!(o.read_timeout, Duration::from_millis(500));
+        assert_eq!(o.shutdown_grace, Duration::ZERO);
+        for bad in [
+            ["--read-timeout", "0s"],
+            ["--read-timeout", "99999999999h"],
+            ["--shutdown-grace", "1m30s"],
+        ] {
+            let e = Args::try_parse_from(base.iter().chain(&bad)).expect_err(bad[1]);
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
     }
 }

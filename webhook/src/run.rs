@@ -1,7 +1,8 @@
-//! The process: load the certificate, bind, serve HTTPS (and optionally
-//! plain-HTTP metrics), rotate the certificate, and on the shutdown signal
-//! become not ready, stop accepting, and let requests in flight finish
-//! within the grace period.
+//! The process, in two steps a test can also take in-process:
+//! [`Webhook::start`] loads the certificate and binds the ports;
+//! [`Webhook::serve`] serves HTTPS (and optionally plain-HTTP metrics),
+//! rotates the certificate, and on shutdown becomes not ready, stops
+//! accepting, and lets requests in flight finish within the grace period.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sluice_config::{FileSource, LocalFiles, PathsOnly};
+use sluice_process::exit::{Exit, ExitStatus};
+use sluice_process::http::Timeouts as HttpTimeouts;
 use sluice_volume::watch::{WatchError, WatchOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -80,14 +83,23 @@ pub enum RunError {
     /// The certificate files cannot be watched.
     #[error("cannot watch the certificate files: {0}")]
     Watch(#[from] WatchError),
+    /// Signal handlers could not be installed.
+    #[error("signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
 }
 
-/// Runs until `shutdown` completes (see [`signals`]), then drains.
-pub async fn run(
-    options: Options,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), RunError> {
-    Webhook::bind(options).await?.serve(shutdown).await
+impl ExitStatus for RunError {
+    /// Every way the webhook fails is at start-up: 2.
+    fn exit(&self) -> Exit {
+        Exit::Usage
+    }
+}
+
+/// `sluice-webhook`: installs the signal handlers, starts, and serves until
+/// SIGTERM or SIGINT, then drains.
+pub async fn run(options: Options) -> Result<(), RunError> {
+    let shutdown = sluice_process::signals::shutdown_token().map_err(RunError::Signals)?;
+    Webhook::start(options).await?.serve(shutdown).await
 }
 
 /// A webhook with its certificate loaded and its ports bound, not yet
@@ -105,7 +117,7 @@ pub struct Webhook {
 
 impl Webhook {
     /// Loads the certificate and binds the ports.
-    pub async fn bind(options: Options) -> Result<Self, RunError> {
+    pub async fn start(options: Options) -> Result<Self, RunError> {
         let metrics = Arc::new(Metrics::new());
         let rotator = Rotator::load(
             options.tls_cert.clone(),
@@ -153,9 +165,9 @@ impl Webhook {
         self.plain.as_ref().map(|(_, addr)| *addr)
     }
 
-    /// Serves until `shutdown` completes; then becomes not ready, stops
-    /// accepting, and waits up to the grace period for requests in flight.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
+    /// Serves until `shutdown`; then becomes not ready, stops accepting, and
+    /// waits up to the grace period for requests in flight.
+    pub async fn serve(self, shutdown: CancellationToken) -> Result<(), RunError> {
         let Webhook {
             options,
             state,
@@ -187,6 +199,10 @@ impl Webhook {
             tracker.spawn(serve::plain(
                 listener,
                 http::metrics_router(state.clone()),
+                HttpTimeouts {
+                    headers: options.read_timeout,
+                    body: options.read_timeout,
+                },
                 cancel.clone(),
             ));
         }
@@ -203,7 +219,7 @@ impl Webhook {
             "webhook ready"
         );
 
-        shutdown.await;
+        shutdown.cancelled().await;
         tracing::info!("shutting down: not ready, finishing requests in flight");
         state.ready.store(false, Ordering::Relaxed);
         cancel.cancel();
@@ -228,22 +244,5 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), RunError> {
     Ok((listener, local))
 }
 
-/// Completes on SIGTERM (Kubernetes stopping the pod) or SIGINT (Ctrl-C).
-pub async fn signals() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => {
-            tracing::warn!("cannot install signal handlers; stopping on Ctrl-C only");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
+#[cfg(test)]
+mod tests;

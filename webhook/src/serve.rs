@@ -1,18 +1,18 @@
 //! HTTPS connections. Each accepted socket gets its own task: the TLS
 //! handshake (bounded by a timeout, so a silent client cannot hold a slot),
-//! then HTTP/1.1 with keep-alive and a header read timeout. On shutdown the
-//! accept loop stops and every connection finishes the request it is
-//! serving, then closes.
+//! then HTTP/1.1 with keep-alive and a header read timeout, served by
+//! `sluice_process::http` like the proxy's and the watcher's servers. On
+//! shutdown the accept loop stops and every connection finishes the request
+//! it is serving, then closes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
+use hyper_util::rt::TokioIo;
 use rustls::ServerConfig;
+use sluice_process::http::{self, Timeouts as HttpTimeouts};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -94,32 +94,19 @@ async fn connection(
             return;
         }
     };
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(timeouts.headers)
-        .keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(app));
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        r = conn.as_mut() => r,
-        () = shutdown.cancelled() => {
-            // Finish the request in flight, then close.
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = result {
+    let served = http::serve_connection(TokioIo::new(tls), peer, app, timeouts.headers, &shutdown);
+    if let Err(e) = served.await {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }
 
-/// Serves `app` over plain HTTP (the metrics port) until `shutdown`.
-pub async fn plain(listener: TcpListener, app: Router, shutdown: CancellationToken) {
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
-    if let Err(e) = served {
-        tracing::warn!(error = %e, "metrics listener failed");
-    }
+/// Serves `app` over plain HTTP (the metrics port) until `shutdown`, with
+/// the same read timeouts.
+pub async fn plain(
+    listener: TcpListener,
+    app: Router,
+    timeouts: HttpTimeouts,
+    shutdown: CancellationToken,
+) {
+    http::serve(listener, app, timeouts, shutdown).await;
 }

@@ -108,9 +108,16 @@ fn syntax_errors_carry_their_position() {
 fn an_unclosed_flow_sequence_is_reported_where_it_opened_and_where_it_broke() {
     let text = "virtualClusters:\n  - name: a\n    upstream:\n      bootstrapServers: [127.0.0.1:9092\n    gateway: {}\n";
     let e = parse(text).expect_err("unclosed [");
-    assert_eq!(e.mark, Mark { line: 4, column: 25 });
+    assert_eq!(
+        e.mark,
+        Mark {
+            line: 4,
+            column: 25
+        }
+    );
     assert!(
-        e.message.ends_with("(while parsing a flow sequence started at 4:25)"),
+        e.message
+            .ends_with("(while parsing a flow sequence started at 4:25)"),
         "{}",
         e.message
     );
@@ -121,7 +128,11 @@ fn an_unclosed_flow_sequence_is_reported_where_it_opened_and_where_it_broke() {
 fn an_unclosed_flow_mapping_names_its_start_and_block_errors_keep_their_place() {
     let e = parse("a: {b: 1\n").expect_err("unclosed {");
     assert_eq!(e.mark, Mark { line: 1, column: 4 });
-    assert!(e.message.contains("flow mapping started at 1:4"), "{}", e.message);
+    assert!(
+        e.message.contains("flow mapping started at 1:4"),
+        "{}",
+        e.message
+    );
     let e = parse("a: 1\n\tb: 2\n").expect_err("tab");
     assert!(!e.message.contains("while parsing"), "{}", e.message);
 }

@@ -5,24 +5,12 @@
 //! `SLUICE_BLESS=1 cargo test -p sluice-config --test validator corpus` rewrites the
 //! `.expected` files; review the diff before committing it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sluice_config::read_config;
 use sluice_config::{LocalFiles, validate};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn yaml_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    files
-}
+use sluice_testkit::corpus::{self, yaml_files};
+use sluice_testkit::repo;
 
 fn errors_of(path: &Path) -> Vec<String> {
     let bytes = read_config(path).expect("fixture is readable");
@@ -35,7 +23,7 @@ fn errors_of(path: &Path) -> Vec<String> {
 #[test]
 fn every_invalid_config_fails_with_exactly_its_expected_errors() {
     let bless = std::env::var_os("SLUICE_BLESS").is_some();
-    let files = yaml_files(&repo().join("tests/fixtures/config/invalid"));
+    let files = yaml_files(&corpus::invalid_dir());
     assert!(
         files.len() >= 40,
         "the corpus holds {} invalid configs",
@@ -51,11 +39,7 @@ fn every_invalid_config_fails_with_exactly_its_expected_errors() {
             std::fs::write(&expected_path, text).expect("write .expected");
             continue;
         }
-        let expected: Vec<String> = std::fs::read_to_string(&expected_path)
-            .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()))
-            .lines()
-            .map(str::to_owned)
-            .collect();
+        let expected = corpus::expected(file);
         if actual.is_empty() {
             failures.push(format!("{}: validated, but must fail", file.display()));
         } else if actual != expected {
@@ -72,7 +56,7 @@ fn every_invalid_config_fails_with_exactly_its_expected_errors() {
 
 #[test]
 fn every_valid_config_and_example_passes() {
-    let mut files = yaml_files(&repo().join("tests/fixtures/config/valid"));
+    let mut files = yaml_files(&corpus::valid_dir());
     let examples = yaml_files(&repo().join("examples"));
     assert!(
         examples.len() >= 3,

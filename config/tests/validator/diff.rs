@@ -98,12 +98,8 @@ fn whitespace_and_comments_change_the_version_but_nothing_else() {
 }
 
 fn self_signed(name: &str) -> (String, String) {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec![name.to_owned()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    (cert.pem(), key.serialize_pem())
+    let leaf = sluice_testkit::certs::self_signed(&[name], None);
+    (leaf.cert, leaf.key)
 }
 
 #[test]

@@ -67,9 +67,11 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         ReloadOutcome::PreconditionFailed { current } => {
             ReloadAnswer::precondition_failed(current.to_string())
         }
-        ReloadOutcome::Failed { reason, current } => {
-            ReloadAnswer::failed(reason, current.to_string())
-        }
+        ReloadOutcome::Failed {
+            reason,
+            current,
+            upstream,
+        } => ReloadAnswer::failed(reason, current.to_string(), upstream),
         ReloadOutcome::Busy { since } => ReloadAnswer::busy(rfc3339(since)),
     }
 }

@@ -1,93 +1,236 @@
-//! How a connection's read buffers grow, one policy per direction.
+//! How a connection holds bytes, one [`FrameBuf`] per direction.
 //!
-//! A client's frame gets room one chunk at a time, so a length prefix alone
-//! (a slowloris announcing 100 MiB) never makes the proxy allocate what has
-//! not arrived. A broker's response frame gets room for all of it as soon as
-//! its length prefix is in: a Fetch response of megabytes then lands in one
-//! allocation, where growing chunk by chunk reallocated and copied it again
-//! at every doubling (6% of the proxy's CPU while consuming, by `perf`).
+//! An idle connection holds no buffer: it waits for data in a small inline
+//! probe, so whatever passed before, it costs next to nothing between
+//! frames. Once bytes arrive it takes one chunk of [`CHUNK`] from the budget
+//! and reads into it; frames pass through that chunk on their way out (a
+//! frame of any size streams through it, a chunk at a time), and the chunk
+//! is given back as soon as it is empty at a frame boundary. Frames that
+//! pass are written in one go when several sit in the chunk together.
+//!
+//! A frame that must be held whole (to rewrite or to answer it) is copied
+//! out of the chunk when it is already all there, or read into a [`Block`]
+//! of exactly its size, charged for as long as any of it is referenced.
 
-use bytes::BytesMut;
+use std::sync::Arc;
 
-/// How much is read from a socket at a time.
-pub(super) const READ_CHUNK: usize = 64 * 1024;
+use bytes::Bytes;
+use prometheus_client::metrics::counter::Counter;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Makes room for the rest of a partly read client frame, a chunk at a time.
-pub(super) fn reserve_for_request(buf: &mut BytesMut) {
-    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-        buf.reserve(READ_CHUNK);
-    }
+use super::block::{Block, charged};
+use super::budget::{Budget, Charge};
+use super::connection::{ConnError, FrameClock};
+
+/// How much a busy direction reads at a time, and so holds.
+pub(super) const CHUNK: usize = 64 * 1024;
+/// What an idle direction reads into while it waits for data.
+const PROBE: usize = 512;
+
+/// One direction's read buffer and what it has passed on but not written.
+pub(super) struct FrameBuf {
+    budget: Arc<Budget>,
+    /// Bytes written out, counted for `sluice_bytes_total`.
+    written: Counter,
+    chunk: Option<(Box<[u8]>, Charge)>,
+    /// `chunk[start..end]` is read and not written or taken.
+    start: usize,
+    end: usize,
+    /// The first `pending` of those are passed on, to be written in one go.
+    pending: usize,
+    probe: [u8; PROBE],
 }
 
-/// Makes room for the whole of the broker frame at the front of `buf` when
-/// its length prefix is in and within `max_frame_bytes`; otherwise (no
-/// prefix yet, a whole frame already there, or a length the framing will
-/// reject) a chunk at a time.
-pub(super) fn reserve_for_response(buf: &mut BytesMut, max_frame_bytes: u32) {
-    let declared = buf
-        .get(..4)
-        .map(|p| i64::from(i32::from_be_bytes([p[0], p[1], p[2], p[3]])));
-    match declared {
-        Some(size) if size > 0 && size <= i64::from(max_frame_bytes) => {
-            let total = 4 + usize::try_from(size).unwrap_or(usize::MAX);
-            if total > buf.len() + READ_CHUNK / 4 {
-                if buf.capacity() < total {
-                    // A fresh buffer, with only the frame's start copied:
-                    // `reserve` on a buffer whose front was split off would
-                    // reallocate and copy the spent front too (the previous
-                    // frame, megabytes).
-                    let mut fresh = BytesMut::with_capacity(total);
-                    fresh.extend_from_slice(buf);
-                    *buf = fresh;
-                }
-                return;
+impl FrameBuf {
+    pub(super) fn new(budget: Arc<Budget>, written: Counter) -> Self {
+        FrameBuf {
+            budget,
+            written,
+            chunk: None,
+            start: 0,
+            end: 0,
+            pending: 0,
+            probe: [0; PROBE],
+        }
+    }
+
+    /// Bytes read and not yet passed on or taken.
+    pub(super) fn unread(&self) -> &[u8] {
+        match &self.chunk {
+            Some((chunk, _)) => &chunk[self.start + self.pending..self.end],
+            None => &[],
+        }
+    }
+
+    /// Whether nothing is buffered: the direction can wait idle.
+    pub(super) fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Marks the next `n` unread bytes as passed on; [`FrameBuf::flush`]
+    /// writes them.
+    fn pass(&mut self, n: usize) {
+        debug_assert!(n <= self.unread().len());
+        self.pending += n;
+    }
+
+    /// Writes what was passed on.
+    pub(super) async fn flush<W: AsyncWrite + Unpin>(&mut self, wr: &mut W) -> std::io::Result<()> {
+        if self.pending > 0 {
+            if let Some((chunk, _)) = &self.chunk {
+                wr.write_all(&chunk[self.start..self.start + self.pending])
+                    .await?;
+            }
+            self.written.inc_by(self.pending as u64);
+            self.start += self.pending;
+            self.pending = 0;
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        wr.flush().await
+    }
+
+    /// Writes bytes the direction made or held itself, in turn after what
+    /// was passed on before them.
+    pub(super) async fn write<W: AsyncWrite + Unpin>(
+        &mut self,
+        wr: &mut W,
+        bytes: &[u8],
+    ) -> std::io::Result<()> {
+        self.flush(wr).await?;
+        wr.write_all(bytes).await?;
+        self.written.inc_by(bytes.len() as u64);
+        wr.flush().await
+    }
+
+    /// Gives the chunk back when nothing is left in it: call at frame
+    /// boundaries, after a flush.
+    pub(super) fn release_if_empty(&mut self) {
+        if self.is_empty() && self.pending == 0 {
+            self.chunk = None;
+        }
+    }
+
+    /// Waits for the first bytes of the next frame in the inline probe,
+    /// holding no chunk meanwhile; then [`FrameBuf::adopt`] them. Dropping
+    /// this wait loses nothing.
+    pub(super) async fn read_idle<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+    ) -> std::io::Result<usize> {
+        debug_assert!(self.is_empty());
+        self.chunk = None;
+        rd.read(&mut self.probe).await
+    }
+
+    /// Takes a chunk from the budget (waiting while there is no room) and
+    /// moves the `n` bytes [`FrameBuf::read_idle`] read into it.
+    pub(super) async fn adopt(&mut self, n: usize) {
+        let charge = self.budget.reserve(CHUNK).await;
+        let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
+        chunk[..n].copy_from_slice(&self.probe[..n]);
+        self.chunk = Some((chunk, charge));
+        self.start = 0;
+        self.end = n;
+    }
+
+    /// Reads more of a frame that has started, into the free part of the
+    /// chunk, within the frame's clock. What was passed on is written first.
+    pub(super) async fn read_more<R, W>(
+        &mut self,
+        rd: &mut R,
+        wr: &mut W,
+        clock: &mut FrameClock,
+    ) -> Result<usize, ConnError>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        self.flush(wr).await?;
+        if self.chunk.is_none() {
+            let n = clock.read(self.read_idle(rd)).await?;
+            if n > 0 {
+                self.adopt(n).await;
+            }
+            return Ok(n);
+        }
+        let Some((chunk, _)) = &mut self.chunk else {
+            unreachable!("a chunk is held")
+        };
+        if self.end == chunk.len() {
+            chunk.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let n = clock.read(rd.read(&mut chunk[self.end..])).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Passes a frame of `total` bytes, whose start is unread, on to `wr`:
+    /// what is buffered now, then the rest as it arrives, a chunk at a time.
+    pub(super) async fn stream<R, W>(
+        &mut self,
+        total: usize,
+        rd: &mut R,
+        wr: &mut W,
+        clock: &mut FrameClock,
+    ) -> Result<(), ConnError>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut left = total;
+        loop {
+            let n = left.min(self.unread().len());
+            self.pass(n);
+            left -= n;
+            if left == 0 {
+                return Ok(());
+            }
+            if self.read_more(rd, wr, clock).await? == 0 {
+                return Err(ConnError::ClosedMidFrame);
             }
         }
-        _ => {}
-    }
-    reserve_for_request(buf);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_response_frame_gets_all_its_room_once_its_length_is_in() {
-        let mut buf = BytesMut::new();
-        buf.extend_from_slice(&(4_000_000i32).to_be_bytes());
-        buf.extend_from_slice(&[0; 100]);
-        reserve_for_response(&mut buf, 100 << 20);
-        assert!(buf.capacity() >= 4_000_004);
     }
 
-    #[test]
-    fn a_spent_front_is_not_copied_along() {
-        let mut buf = BytesMut::with_capacity(1 << 20);
-        buf.extend_from_slice(&[7; 900_000]);
-        drop(buf.split_to(899_990));
-        buf[..4].copy_from_slice(&(2_000_000i32).to_be_bytes());
-        reserve_for_response(&mut buf, 100 << 20);
-        assert!(buf.capacity() >= 2_000_004);
-        assert_eq!(buf.len(), 10);
-        assert_eq!(&buf[4..], &[7; 6]);
-    }
-
-    #[test]
-    fn a_length_over_the_limit_or_invalid_gets_a_chunk() {
-        for size in [200i32 << 20, -1, 0] {
-            let mut buf = BytesMut::new();
-            buf.extend_from_slice(&size.to_be_bytes());
-            reserve_for_response(&mut buf, 100 << 20);
-            assert!(buf.capacity() < 1 << 20, "{size}");
+    /// Takes a frame of `total` bytes, whose start is unread, whole: copied
+    /// out of the chunk when all of it is there, else read into a block of
+    /// its size (charged to the budget first, waiting for room, the chunk
+    /// given back meanwhile). What was passed on before it is written first.
+    pub(super) async fn hold<R, W>(
+        &mut self,
+        total: usize,
+        rd: &mut R,
+        wr: &mut W,
+        clock: &mut FrameClock,
+    ) -> Result<Bytes, ConnError>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        self.flush(wr).await?;
+        let available = self.unread().len();
+        if available >= total {
+            let frame = Bytes::copy_from_slice(&self.unread()[..total]);
+            self.start += total;
+            return Ok(charged(frame, self.budget.force(total)));
         }
-    }
-
-    #[test]
-    fn a_request_frame_grows_a_chunk_at_a_time() {
-        let mut buf = BytesMut::new();
-        buf.extend_from_slice(&(4_000_000i32).to_be_bytes());
-        reserve_for_request(&mut buf);
-        assert!(buf.capacity() < 1 << 20);
+        let charge = self.budget.reserve_frame(total).await;
+        let mut block = Block::new(total, charge)?;
+        block.put(self.unread());
+        self.start = self.end;
+        // Everything buffered was this frame's: the chunk is free.
+        self.release_if_empty();
+        while !block.is_full() {
+            let n = clock.read(rd.read(block.spare())).await?;
+            if n == 0 {
+                return Err(ConnError::ClosedMidFrame);
+            }
+            block.advance(n);
+        }
+        Ok(block.freeze())
     }
 }

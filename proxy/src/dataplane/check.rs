@@ -47,6 +47,17 @@ pub(crate) struct CheckFailed {
     pub(crate) servers: Vec<(String, Cause)>,
 }
 
+impl CheckFailed {
+    /// The check itself could not run (no runtime, say): every server fails
+    /// with `why`.
+    pub(crate) fn internal(cluster: &str, why: &str) -> Self {
+        CheckFailed {
+            cluster: cluster.to_owned(),
+            servers: vec![("(all)".to_owned(), Cause::Kafka(why.to_owned()))],
+        }
+    }
+}
+
 impl fmt::Display for CheckFailed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -12,6 +12,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::budget::Budget;
 use super::tls::{self, TlsError};
 use crate::config::model::VirtualCluster;
 use crate::config::types::HostPort;
@@ -44,11 +45,15 @@ pub(crate) struct ClusterRuntime {
     pub filters: Vec<Arc<dyn Filter>>,
     /// This cluster's metrics.
     pub metrics: ClusterMetrics,
+    /// The process-wide budget of buffered bytes.
+    budget: Arc<Budget>,
     /// API keys whose responses or requests the proxy decodes, so their
     /// versions are capped in ApiVersions.
     decoded: HashSet<i16>,
     nodes: RwLock<HashMap<i32, NodeAddr>>,
     warned: Mutex<HashSet<i32>>,
+    /// Connections open in this generation (the limit counts the cluster's,
+    /// across generations: `metrics.connections_active`).
     active: AtomicUsize,
     next_bootstrap: AtomicUsize,
     /// This generation's connections, so a drain knows when the last one ends.
@@ -100,6 +105,7 @@ impl ClusterRuntime {
             ),
             filters: config.filters.iter().map(crate::filter::build).collect(),
             metrics: metrics.cluster(config.name.as_str()),
+            budget: Arc::clone(metrics.budget()),
             config: config.clone(),
             generation,
             acceptor,
@@ -159,26 +165,29 @@ impl ClusterRuntime {
         self.decoded.contains(&api_key)
     }
 
-    /// Admits one more connection unless `limits.maxConnections` are open.
+    /// The process-wide budget of buffered bytes.
+    pub(crate) fn budget(&self) -> Arc<Budget> {
+        Arc::clone(&self.budget)
+    }
+
+    /// Admits one more connection unless `limits.maxConnections` are open
+    /// in the cluster, counting those of its older generations still
+    /// draining.
     pub(crate) fn admit(self: &Arc<Self>) -> Option<Admitted> {
-        let max = self.config.limits.max_connections as usize;
-        let admitted = self
-            .active
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok();
-        if !admitted {
+        if !self
+            .metrics
+            .open_connection(self.config.limits.max_connections)
+        {
             self.metrics.rejected("max_connections");
             return None;
         }
-        self.metrics.connections_active.inc();
+        self.active.fetch_add(1, Ordering::AcqRel);
         self.metrics.connections_total.inc();
         self.generation_gauge.inc();
         Some(Admitted(Arc::clone(self)))
     }
 
-    /// Connections open now.
+    /// Connections of this generation open now.
     pub(crate) fn active_connections(&self) -> usize {
         self.active.load(Ordering::Acquire)
     }

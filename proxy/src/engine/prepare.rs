@@ -93,6 +93,8 @@ pub(super) fn prepare_each<'a>(
     events: &Events,
     mut failed: impl FnMut(&mut Inner, Failure) -> ControlFlow<()>,
 ) -> Vec<Prepared> {
+    // Set by the first call, at startup; a change takes a restart.
+    metrics.configure_buffers_at_start(inner.config.config.limits.max_buffered_bytes);
     let mut prepared = Vec::new();
     for cluster in clusters {
         let generation = inner.next_generation;

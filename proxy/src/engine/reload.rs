@@ -8,7 +8,9 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{Engine, prepare};
+use sluice_admin_api::{FailureStage, UpstreamCheckFailure};
+
+use super::{Engine, check, prepare};
 use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ProxyConfig, diff, validate};
 use crate::events::ReloadResult;
 
@@ -51,12 +53,16 @@ pub enum ReloadOutcome {
         /// The version in force.
         current: ConfigVersion,
     },
-    /// Preparing failed (a port taken, say); nothing was touched.
+    /// Preparing failed (a port taken, say), or the upstream check did;
+    /// nothing was touched.
     Failed {
         /// What failed.
         reason: String,
         /// The version still in force.
         current: ConfigVersion,
+        /// The upstream check's failures, per bootstrap server, if that is
+        /// what failed (final for this version).
+        upstream: Vec<UpstreamCheckFailure>,
     },
     /// Another reload is running.
     Busy {
@@ -138,6 +144,32 @@ impl Engine {
             }
         };
         let changes = diff(&current.config, &new.config);
+        // Outside the lock: status and other reads never wait on the check.
+        if let Err(failed) = check::upstreams(&new.config, &changes) {
+            let reason = failed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let upstream = failed
+                .into_iter()
+                .flat_map(|f| {
+                    let cluster = f.cluster;
+                    f.servers
+                        .into_iter()
+                        .map(move |(address, cause)| UpstreamCheckFailure {
+                            cluster: cluster.clone(),
+                            address,
+                            cause: cause.to_string(),
+                        })
+                })
+                .collect();
+            return ReloadOutcome::Failed {
+                reason,
+                current: current.version,
+                upstream,
+            };
+        }
         let mut inner = self.lock();
         // Clusters whose current generation failed (best-effort startup, say)
         // are retried even when their configuration did not change.
@@ -187,6 +219,7 @@ impl Engine {
             return ReloadOutcome::Failed {
                 reason: format!("virtual cluster {name}: {}", failed.why),
                 current: current.version,
+                upstream: Vec::new(),
             };
         }
 
@@ -288,6 +321,17 @@ impl Engine {
         // the log line finds the attempt in `/admin/config/status`. A refused
         // concurrent attempt does not overwrite the running one's record.
         if result != ReloadResult::Conflict {
+            let stage = match outcome {
+                ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
+                ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
+                    Some(FailureStage::UpstreamCheck)
+                }
+                ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
+                _ => None,
+            };
+            if let (Some(stage), Some(reason)) = (stage, &error) {
+                self.record_failure(version.clone(), stage, reason.clone());
+            }
             self.record_reload(at, result, version.clone(), took, modified, error);
         }
         self.events.reload(result, &version, took, &detail);

@@ -5,8 +5,9 @@
 use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::{
-    ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, ReloadAttempt,
-    ReloadStatus, ValidationAttempt, ValidationStatus,
+    ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, FailedCluster,
+    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, ValidationAttempt,
+    ValidationStatus,
 };
 
 use super::{Engine, Generation, rfc3339};
@@ -18,14 +19,27 @@ use crate::lifecycle::State;
 pub(super) struct Attempts {
     pub(super) reload: Option<ReloadAttempt>,
     pub(super) validation: Option<ValidationAttempt>,
+    /// The last version that failed, kept apart from the last attempts.
+    pub(super) failed: Option<FailedVersion>,
 }
 
 impl Engine {
     /// The body of `GET /admin/config/status`.
     pub fn status(&self) -> ConfigStatus {
-        let (version, applied_at) = {
+        let (version, applied_at, clusters_failed) = {
             let inner = self.lock();
-            (inner.config.version.to_string(), inner.applied_at)
+            let failed = inner
+                .clusters
+                .iter()
+                .filter(|(_, g)| g.state == State::Failed)
+                .map(|(name, g)| FailedCluster {
+                    name: name.clone(),
+                    error: g.reason.clone().unwrap_or_default(),
+                    since: rfc3339(g.since),
+                    since_current_version: g.since >= inner.applied_at,
+                })
+                .collect();
+            (inner.config.version.to_string(), inner.applied_at, failed)
         };
         let attempts = self.attempts().clone();
         let since = *self
@@ -38,6 +52,13 @@ impl Engine {
             last_reload_attempt: attempts.reload,
             last_validation_attempt: attempts.validation,
             reload_in_progress_since: since.map(rfc3339),
+            instance: self.instance().to_owned(),
+            ready: self.is_ready(),
+            running_for_ms: SystemTime::now()
+                .duration_since(applied_at)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            last_failed_version: attempts.failed,
+            clusters_failed,
         }
     }
 
@@ -99,7 +120,24 @@ impl Engine {
         });
     }
 
+    /// Records that `version` failed at `stage`.
+    pub(super) fn record_failure(&self, version: String, stage: FailureStage, reason: String) {
+        self.attempts().failed = Some(FailedVersion {
+            version,
+            stage,
+            reason,
+            timestamp: rfc3339(SystemTime::now()),
+        });
+    }
+
     pub(super) fn record_validation(&self, requested_version: String, errors: usize) {
+        if errors > 0 {
+            self.record_failure(
+                requested_version.clone(),
+                FailureStage::Validate,
+                format!("configuration invalid: {errors} errors"),
+            );
+        }
         self.attempts().validation = Some(ValidationAttempt {
             timestamp: rfc3339(SystemTime::now()),
             status: if errors == 0 {

@@ -1,6 +1,8 @@
 //! Kafka framing: a 4-byte big-endian length, then the message. Frames are
 //! checked, then split off a buffer; an incomplete frame is `Ok(None)`, not an
-//! error. Request headers are read only as far as routing needs.
+//! error. Request headers are read only as far as routing needs, and every
+//! decision here can be made on a frame's first bytes, so the rest of it
+//! can stream through without being held.
 
 use bytes::Buf;
 
@@ -48,7 +50,29 @@ pub fn response_frame_len(buf: &[u8], limit: u32) -> Result<Option<usize>, Frame
     frame_len(buf, limit, MIN_RESPONSE)
 }
 
+/// Length a request frame declares, prefix included, once its 4-byte
+/// prefix is in `buf` (the rest need not be).
+pub fn request_frame_size(buf: &[u8], limit: u32) -> Result<Option<usize>, FrameError> {
+    frame_size(buf, limit, MIN_REQUEST)
+}
+
+/// Length a response frame declares, prefix included, once its 4-byte
+/// prefix is in `buf`.
+pub fn response_frame_size(buf: &[u8], limit: u32) -> Result<Option<usize>, FrameError> {
+    frame_size(buf, limit, MIN_RESPONSE)
+}
+
+/// Bytes of a request frame that hold everything routing reads: the
+/// length prefix, api key, version and correlation id.
+pub const REQUEST_HEAD: usize = 12;
+/// Bytes of a response frame that hold its prefix and correlation id.
+pub const RESPONSE_HEAD: usize = 8;
+
 fn frame_len(buf: &[u8], limit: u32, min: i32) -> Result<Option<usize>, FrameError> {
+    Ok(frame_size(buf, limit, min)?.filter(|total| buf.len() >= *total))
+}
+
+fn frame_size(buf: &[u8], limit: u32, min: i32) -> Result<Option<usize>, FrameError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(None);
     };
@@ -62,8 +86,7 @@ fn frame_len(buf: &[u8], limit: u32, min: i32) -> Result<Option<usize>, FrameErr
             limit,
         });
     }
-    let total = 4 + size as usize;
-    Ok((buf.len() >= total).then_some(total))
+    Ok(Some(4 + size as usize))
 }
 
 /// The fields of a request header the proxy routes on; at the same offsets in
@@ -101,6 +124,21 @@ const PRODUCE: i16 = 0;
 /// else is answered, so it takes a slot in the connection's in-flight queue.
 pub fn expects_response(frame: &[u8], header: &RequestHeader) -> bool {
     header.api_key != PRODUCE || produce_acks(frame, header.api_version) != Some(0)
+}
+
+/// [`expects_response`] from the first bytes of a request frame of `total`
+/// bytes: `None` while `prefix` is too short to tell (a Produce request's
+/// `acks` comes after its client id and transactional id).
+pub fn expects_response_from(prefix: &[u8], total: usize, header: &RequestHeader) -> Option<bool> {
+    if header.api_key != PRODUCE {
+        return Some(true);
+    }
+    match produce_acks(prefix, header.api_version) {
+        Some(acks) => Some(acks != 0),
+        None if prefix.len() < total => None,
+        // Unreadable: answered, like any request the broker will refuse.
+        None => Some(true),
+    }
 }
 
 /// Reads `acks` from a Produce request, skipping the header's client id (and,
@@ -219,6 +257,45 @@ mod tests {
             response_frame_len(&[0, 0, 0, 4, 0, 0, 0, 1], 100),
             Ok(Some(8))
         );
+    }
+
+    #[test]
+    fn a_frame_size_is_known_from_its_prefix() {
+        assert_eq!(request_frame_size(&[0, 0], 100), Ok(None));
+        assert_eq!(request_frame_size(&[0, 0, 0, 50, 1], 100), Ok(Some(54)));
+        assert_eq!(response_frame_size(&[0, 0, 0, 4], 100), Ok(Some(8)));
+        assert_eq!(
+            request_frame_size(&[0, 0, 0, 200], 100),
+            Err(FrameError::TooLarge {
+                size: 200,
+                limit: 100
+            })
+        );
+        assert_eq!(
+            response_frame_size(&[0, 0, 0, 3], 100),
+            Err(FrameError::BadLength(3))
+        );
+    }
+
+    #[test]
+    fn produce_acks_are_read_from_the_first_bytes_when_they_hold_them() {
+        for (acks, expects) in [(0, false), (1, true)] {
+            let frame = produce_frame(9, acks, Some("txn-1"));
+            let h = request_header(&frame).unwrap();
+            let total = frame.len();
+            let needed = (REQUEST_HEAD..=total)
+                .find(|n| expects_response_from(&frame[..*n], total, &h).is_some())
+                .unwrap();
+            assert!(needed < total, "acks sit before the topic data");
+            assert_eq!(
+                expects_response_from(&frame[..needed], total, &h),
+                Some(expects)
+            );
+            assert_eq!(expects_response_from(&frame[..needed - 1], total, &h), None);
+        }
+        let metadata = [0, 0, 0, 8, 0, 3, 0, 1, 0, 0, 0, 7];
+        let h = request_header(&metadata).unwrap();
+        assert_eq!(expects_response_from(&metadata, 100, &h), Some(true));
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! Every response that tells a client where a broker is gets decoded, its
 //! endpoints replaced by the virtual cluster's advertised host and the
 //! broker's proxy port, and encoded again. The upstream addresses seen on the
-//! way are handed back so the proxy learns where each node lives. A node id
+//! way are handed back so the proxy learns where each node lives, except
+//! those of the KRaft quorum APIs (DescribeQuorum, Vote, ...): they are
+//! controller listeners, and in combined mode a controller shares its node
+//! id with a broker, so learning them would send that broker's clients to
+//! the controller port. A node id
 //! outside the configured port range is dropped from the response (a client
 //! must never be sent to an address the proxy does not serve) and reported.
 //! The output depends only on the input, so every replica writes the same bytes.
@@ -102,6 +106,8 @@ pub static REWRITTEN_APIS: LazyLock<Vec<ApiKey>> = LazyLock::new(|| {
 /// Records learned addresses and rewrites endpoints in place.
 struct Mapper<'a> {
     to: &'a Advertised,
+    /// False for controller endpoints: rewritten, never learned.
+    learn: bool,
     learned: Vec<Learned>,
     unmapped: Vec<i32>,
 }
@@ -110,11 +116,13 @@ impl Mapper<'_> {
     /// Rewrites one endpoint; false when the node is outside the range and
     /// the endpoint must be dropped.
     fn endpoint<P: PortField>(&mut self, node_id: i32, host: &mut StrBytes, port: &mut P) -> bool {
-        self.learned.push(Learned {
-            node_id,
-            host: host.to_string(),
-            port: port.get(),
-        });
+        if self.learn {
+            self.learned.push(Learned {
+                node_id,
+                host: host.to_string(),
+                port: port.get(),
+            });
+        }
         match self.to.ports.port_for(node_id) {
             Some(p) => {
                 *host = self.to.host.clone();
@@ -195,16 +203,12 @@ pub fn rewrite_response(
             )));
         }
         if !present {
-            return Ok(Rewritten {
-                frame: frame.clone(),
-                changed: false,
-                learned: Vec::new(),
-                unmapped: Vec::new(),
-            });
+            return Ok(unchanged(frame));
         }
     }
     let mut m = Mapper {
         to,
+        learn: !quorum_api(api),
         learned: Vec::new(),
         unmapped: Vec::new(),
     };
@@ -262,13 +266,21 @@ pub fn rewrite_response(
             out.frame(&r, version, &buf)
         }
         // Walked above, by `endpoints_tagged`.
+        // An empty list (some brokers always send the tag) leaves nothing
+        // to rewrite: the frame passes as it came, not encoded again.
         ApiKey::Produce => {
             let mut r = decode_walked::<ProduceResponse>(&mut buf, version).map_err(fail)?;
+            if r.node_endpoints.is_empty() {
+                return Ok(unchanged(frame));
+            }
             node_endpoints!(m, r.node_endpoints);
             out.frame(&r, version, &buf)
         }
         ApiKey::Fetch => {
             let mut r = decode_walked::<FetchResponse>(&mut buf, version).map_err(fail)?;
+            if r.node_endpoints.is_empty() {
+                return Ok(unchanged(frame));
+            }
             node_endpoints!(m, r.node_endpoints);
             out.frame(&r, version, &buf)
         }
@@ -317,6 +329,28 @@ pub fn rewrite_response(
     })
 }
 
+/// The KRaft quorum APIs: the endpoints they carry are controllers'.
+fn quorum_api(api: ApiKey) -> bool {
+    matches!(
+        api,
+        ApiKey::DescribeQuorum
+            | ApiKey::Vote
+            | ApiKey::BeginQuorumEpoch
+            | ApiKey::EndQuorumEpoch
+            | ApiKey::FetchSnapshot
+    )
+}
+
+/// A response passed on as it came.
+fn unchanged(frame: &Bytes) -> Rewritten {
+    Rewritten {
+        frame: frame.clone(),
+        changed: false,
+        learned: Vec::new(),
+        unmapped: Vec::new(),
+    }
+}
+
 /// The tag of `NodeEndpoints` in the responses that carry it as a tagged
 /// field (KIP-951).
 const NODE_ENDPOINTS_TAG: u32 = 0;
@@ -330,3 +364,6 @@ fn endpoints_tagged(api: ApiKey) -> Option<&'static wire::Schema> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

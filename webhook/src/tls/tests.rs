@@ -3,18 +3,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rcgen::{CertificateParams, KeyPair, SerialNumber};
+use sluice_testkit::certs::self_signed;
 
 use super::*;
 use crate::metrics::Metrics;
 
 /// A self-signed pair with this serial: (certificate PEM, key PEM).
 fn pair(serial: u64) -> (String, String) {
-    let key = KeyPair::generate().expect("key");
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-    params.serial_number = Some(SerialNumber::from(serial));
-    let cert = params.self_signed(&key).expect("cert");
-    (cert.pem(), key.serialize_pem())
+    let leaf = self_signed(&["localhost"], Some(serial));
+    (leaf.cert, leaf.key)
 }
 
 fn write(dir: &Path, (cert, key): (&str, &str)) {

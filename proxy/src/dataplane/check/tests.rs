@@ -26,9 +26,9 @@ fn cluster(upstream: &str, files: &MemoryFiles) -> VirtualCluster {
 }
 
 async fn refused_port() -> u16 {
-    // Bound, then released: nothing listens there now.
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().port()
+    // Reserved for this test process and never bound: nothing listens
+    // there, and no other test (nor a client's source port) takes it.
+    sluice_testkit::ports::port()
 }
 
 fn only_cause(e: &super::CheckFailed) -> &Cause {
@@ -78,21 +78,15 @@ async fn a_listener_that_never_answers_times_out_within_check_timeout() {
 #[tokio::test]
 async fn a_certificate_for_another_name_fails_with_the_certificate_problem() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["broker.other.example".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let ca = sluice_testkit::certs::Ca::new("sluice test CA");
+    let leaf = ca.sign(&["broker.other.example"], "broker", None);
     let server = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls_pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap(),
+            vec![CertificateDer::from_pem_slice(leaf.cert.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(leaf.key.as_bytes()).unwrap(),
         )
         .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
@@ -103,7 +97,7 @@ async fn a_certificate_for_another_name_fails_with_the_certificate_problem() {
             let _ = acceptor.accept(s).await;
         }
     });
-    let files = MemoryFiles::default().with("ca.pem", ca.pem());
+    let files = MemoryFiles::default().with("ca.pem", ca.pem.clone());
     let c = cluster(
         &format!(
             "{{ bootstrapServers: [\"127.0.0.1:{port}\"], tls: {{ caFile: ca.pem, serverName: kafka.example }} }}"

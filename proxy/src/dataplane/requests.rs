@@ -1,0 +1,241 @@
+//! Client to upstream: each request's header is read, the filters decide,
+//! and a request that gets an answer takes an in-flight slot before any of
+//! it goes upstream. A forwarded request streams through the connection's
+//! chunk; a denied one is held whole (to decode it), answered, and freed.
+//! Waiting for a slot, like waiting for memory, is not reading: the client
+//! is throttled by its own TCP window, nothing queues behind it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use super::block::charged;
+use super::buffer::{CHUNK, FrameBuf};
+use super::cluster::ClusterRuntime;
+use super::connection::{Answer, ConnError, FrameClock, MAX_IN_FLIGHT, Slot, jitter};
+use crate::filter::{RequestHead, Verdict};
+use crate::kafka::api_name;
+use crate::kafka::deny::deny_response;
+use crate::kafka::frame::{
+    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_frame_size,
+    request_header,
+};
+
+/// Bytes of an answer the proxy makes that take one in-flight slot: its
+/// answers waiting for a client that does not read are bounded in bytes
+/// too (`MAX_IN_FLIGHT` of them, 256 KiB, per connection).
+const ANSWER_BYTES_PER_SLOT: usize = 256;
+
+/// Client to upstream, until the client stops sending or the generation
+/// drains.
+pub(super) async fn forward_requests<R, W>(
+    mut rd: R,
+    mut wr: W,
+    tx: mpsc::UnboundedSender<Slot>,
+    permits: Arc<Semaphore>,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let limits = cluster.config.limits;
+    let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_upstream.clone());
+    // Once the generation drains, this connection stops taking requests at
+    // its own moment within the spread window, between requests; what is in
+    // flight is still answered by the response side.
+    let stop = async {
+        cluster.drain.cancelled().await;
+        tokio::time::sleep(jitter(cluster.drain_spread())).await;
+    };
+    tokio::pin!(stop);
+    loop {
+        if buf.unread().is_empty() {
+            // Between frames with nothing read: send what passed, and wait
+            // for the client holding no buffer.
+            buf.flush(&mut wr).await?;
+            buf.release_if_empty();
+            let n = tokio::select! {
+                () = &mut stop => return Ok(()),
+                n = buf.read_idle(&mut rd) => n?,
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            buf.adopt(n).await;
+        }
+        let mut clock = FrameClock::new(limits.frame_timeout);
+        // The head: nothing of the frame has gone upstream, so a drain may
+        // still stop here.
+        let total = loop {
+            let unread = buf.unread();
+            let total = request_frame_size(unread, limits.max_frame_bytes)?;
+            if let Some(total) = total.filter(|_| unread.len() >= REQUEST_HEAD) {
+                break total;
+            }
+            buf.flush(&mut wr).await?;
+            let n = tokio::select! {
+                () = &mut stop => return Ok(()),
+                n = buf.read_more(&mut rd, &mut wr, &mut clock) => n?,
+            };
+            if n == 0 {
+                return Ok(());
+            }
+        };
+        let header = request_header(buf.unread())?;
+        cluster.metrics.request(api_name(header.api_key));
+        let request = Request {
+            header,
+            total,
+            permits: &permits,
+            tx: &tx,
+        };
+        let stopped = match decide(cluster, &header) {
+            Verdict::Forward => {
+                forward(request, &mut buf, &mut rd, &mut wr, &mut clock, &mut stop).await?
+            }
+            Verdict::Deny { error_code } => {
+                let Some(mut permit) = request.slots(1, &mut buf, &mut wr, &mut stop).await?
+                else {
+                    return Ok(());
+                };
+                let frame = buf.hold(total, &mut rd, &mut wr, &mut clock).await?;
+                let answer = deny_response(&frame, &header, error_code)?;
+                drop(frame);
+                cluster.metrics.denied(api_name(header.api_key));
+                // A large answer waits in as many slots as its size asks.
+                let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
+                if more > 0 {
+                    let Some(more) = request.slots(more, &mut buf, &mut wr, &mut stop).await?
+                    else {
+                        return Ok(());
+                    };
+                    permit.merge(more);
+                }
+                let charge = cluster.budget().force(answer.len());
+                let answer = charged(answer, charge);
+                request.send(Answer::Local(answer), permit)?;
+                false
+            }
+        };
+        if stopped {
+            return Ok(());
+        }
+    }
+}
+
+/// One request whose head is read.
+struct Request<'a> {
+    header: RequestHeader,
+    total: usize,
+    permits: &'a Arc<Semaphore>,
+    tx: &'a mpsc::UnboundedSender<Slot>,
+}
+
+impl Request<'_> {
+    /// Waits for `n` in-flight slots (after sending upstream what passed
+    /// before: their answers free slots); `None` when the generation drains
+    /// meanwhile.
+    async fn slots<W: AsyncWrite + Unpin>(
+        &self,
+        n: usize,
+        buf: &mut FrameBuf,
+        wr: &mut W,
+        stop: &mut (impl Future<Output = ()> + Unpin),
+    ) -> Result<Option<OwnedSemaphorePermit>, ConnError> {
+        // At most MAX_IN_FLIGHT: fits in a u32.
+        let n = n as u32;
+        if let Ok(permit) = Arc::clone(self.permits).try_acquire_many_owned(n) {
+            return Ok(Some(permit));
+        }
+        buf.flush(wr).await?;
+        tokio::select! {
+            () = stop => Ok(None),
+            permit = Arc::clone(self.permits).acquire_many_owned(n) => {
+                Ok(Some(permit.map_err(|_| broken_pipe())?))
+            }
+        }
+    }
+
+    /// Queues the request's answer in its slot.
+    fn send(&self, answer: Answer, permit: OwnedSemaphorePermit) -> Result<(), ConnError> {
+        // The response side only goes away when the connection is ending.
+        self.tx
+            .send(Slot {
+                answer,
+                _permit: permit,
+            })
+            .map_err(|_| broken_pipe())
+    }
+}
+
+fn broken_pipe() -> ConnError {
+    ConnError::Io(std::io::ErrorKind::BrokenPipe.into())
+}
+
+/// Sends a request on upstream, streamed, after queuing its slot when it
+/// expects an answer. True when the generation drained before any of it
+/// went.
+async fn forward<R, W>(
+    request: Request<'_>,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    clock: &mut FrameClock,
+    stop: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<bool, ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let total = request.total;
+    // Produce with acks=0 gets no answer; its acks sit after the client and
+    // transactional ids, nearly always in the first chunk.
+    let expects = loop {
+        let unread = buf.unread();
+        match expects_response_from(unread, total, &request.header) {
+            Some(expects) => break Some(expects),
+            None if unread.len() < total.min(CHUNK) => {
+                if buf.read_more(rd, wr, clock).await? == 0 {
+                    return Err(ConnError::ClosedMidFrame);
+                }
+            }
+            None => break None,
+        }
+    };
+    let Some(expects) = expects else {
+        // Ids too long to tell within a chunk: held whole to be read.
+        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+            return Ok(true);
+        };
+        let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
+        if expects_response(&frame, &request.header) {
+            request.send(Answer::Upstream(request.header), permit)?;
+        }
+        buf.write(wr, &frame).await?;
+        return Ok(false);
+    };
+    if expects {
+        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+            return Ok(true);
+        };
+        request.send(Answer::Upstream(request.header), permit)?;
+    }
+    buf.stream(total, rd, wr, clock).await?;
+    Ok(false)
+}
+
+fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
+    let head = RequestHead {
+        api_key: header.api_key,
+        api_version: header.api_version,
+    };
+    cluster
+        .filters
+        .iter()
+        .map(|f| f.on_request(&head))
+        .find(|v| *v != Verdict::Forward)
+        .unwrap_or(Verdict::Forward)
+}

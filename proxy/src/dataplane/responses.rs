@@ -1,0 +1,170 @@
+//! Upstream to client: responses matched to the in-flight slots, in order.
+//! A response whose request the proxy rewrites the answer of (broker
+//! addresses, ApiVersions) is held whole, rewritten, written and freed;
+//! every other one streams through the connection's chunk as it arrives.
+//! The proxy's own answers are written in their turn.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use super::block::charged;
+use super::buffer::FrameBuf;
+use super::cluster::ClusterRuntime;
+use super::connection::{Answer, ConnError, FrameClock, Slot};
+use crate::kafka::api_name;
+use crate::kafka::frame::{
+    RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
+};
+use crate::kafka::rewrite::{rewrite_response, rewrites};
+use crate::kafka::versions::cap_api_versions;
+
+/// Kafka's ApiVersions key.
+const API_VERSIONS: i16 = 18;
+
+/// Upstream to client, until the upstream closes, or the client is done
+/// and every slot is answered.
+pub(super) async fn forward_responses<R, W>(
+    mut rd: R,
+    mut wr: W,
+    mut rx: mpsc::UnboundedReceiver<Slot>,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let max = cluster.config.limits.max_frame_bytes;
+    let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_client.clone());
+    // Bounded by the slots' permits.
+    let mut queue: VecDeque<Slot> = VecDeque::new();
+    let mut open = true;
+    loop {
+        while let Ok(slot) = rx.try_recv() {
+            queue.push_back(slot);
+        }
+        let Some(front) = queue.front() else {
+            // Slots are queued before their requests are sent, so bytes
+            // that find none answer no request.
+            if !buf.unread().is_empty() {
+                return Err(ConnError::Unsolicited);
+            }
+            buf.flush(&mut wr).await?;
+            buf.release_if_empty();
+            if !open {
+                return Ok(());
+            }
+            tokio::select! {
+                slot = rx.recv() => match slot {
+                    Some(slot) => queue.push_back(slot),
+                    None => open = false,
+                },
+                n = buf.read_idle(&mut rd) => {
+                    let n = n?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    buf.adopt(n).await;
+                }
+            }
+            continue;
+        };
+        match &front.answer {
+            Answer::Local(answer) => buf.write(&mut wr, answer).await?,
+            Answer::Upstream(header) => {
+                let header = *header;
+                let relayed = relay(&header, max, &mut buf, &mut rd, &mut wr, cluster).await;
+                match relayed {
+                    Err(ConnError::ClosedMidFrame) => {
+                        let waiting = queue
+                            .iter()
+                            .filter(|s| matches!(s.answer, Answer::Upstream(_)))
+                            .count();
+                        return Err(ConnError::UpstreamClosed(waiting));
+                    }
+                    other => other?,
+                }
+            }
+        }
+        // Passed on: the slot's permit lets the client send another request.
+        queue.pop_front();
+    }
+}
+
+/// Passes on the response to `header`: streamed, or held and rewritten.
+async fn relay<R, W>(
+    header: &RequestHeader,
+    max: u32,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut clock = FrameClock::unlimited();
+    let total = loop {
+        let unread = buf.unread();
+        let total = response_frame_size(unread, max)?;
+        if let Some(total) = total.filter(|_| unread.len() >= RESPONSE_HEAD) {
+            break total;
+        }
+        if buf.read_more(rd, wr, &mut clock).await? == 0 {
+            return Err(ConnError::ClosedMidFrame);
+        }
+    };
+    let got = response_correlation_id(buf.unread())?;
+    if got != header.correlation_id {
+        return Err(ConnError::Mismatch {
+            expected: header.correlation_id,
+            got,
+        });
+    }
+    if !held_whole(header) {
+        return buf.stream(total, rd, wr, &mut clock).await;
+    }
+    let frame = buf.hold(total, rd, wr, &mut clock).await?;
+    let out = transform(&frame, header, cluster)?;
+    let out = if out.as_ptr() == frame.as_ptr() {
+        out
+    } else {
+        // A new frame: charged in place of the one it was made from.
+        drop(frame);
+        let charge = cluster.budget().force(out.len());
+        charged(out, charge)
+    };
+    buf.write(wr, &out).await?;
+    Ok(())
+}
+
+/// Whether the response to this request is rewritten, so held whole.
+fn held_whole(header: &RequestHeader) -> bool {
+    header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
+}
+
+/// Rewrites the responses that need it; the rest pass as they are.
+fn transform(
+    frame: &Bytes,
+    header: &RequestHeader,
+    cluster: &ClusterRuntime,
+) -> Result<Bytes, ConnError> {
+    if header.api_key == API_VERSIONS {
+        return Ok(cap_api_versions(frame, header.api_version, &|k| {
+            cluster.decodes(k)
+        })?);
+    }
+    let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
+    if !rewritten.changed {
+        return Ok(rewritten.frame);
+    }
+    cluster.learn(&rewritten.learned);
+    if !rewritten.unmapped.is_empty() {
+        cluster.unmapped(&rewritten.unmapped);
+    }
+    cluster.metrics.rewrite(api_name(header.api_key));
+    Ok(rewritten.frame)
+}

@@ -1,0 +1,246 @@
+//! The data plane in-process: a real connection task on 127.0.0.1 between a
+//! test client and a fake upstream (a tokio listener the test drives by
+//! hand), with raw Kafka frames made by kafka-protocol.
+//!
+//! - `backpressure`: pipelined requests the proxy answers itself
+//! - `streaming`: large frames pass without being held, both ways
+//! - `memory`: idle connections hold nothing; the process-wide budget
+//! - `routing`: per-cluster connection limits, learned addresses
+//! - `faults`: what still closes a connection
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader as KRequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use super::cluster::ClusterRuntime;
+use super::connection::{Role, serve};
+use crate::config::model::VirtualCluster;
+use crate::config::{MemoryFiles, validate};
+use crate::metrics::Metrics;
+
+mod backpressure;
+mod faults;
+mod memory;
+mod routing;
+mod streaming;
+
+/// How long a test waits for anything that should happen.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// One virtual cluster in front of one fake upstream.
+struct Rig {
+    metrics: Arc<Metrics>,
+    cluster: Arc<ClusterRuntime>,
+    proxy: SocketAddr,
+    upstream: mpsc::UnboundedReceiver<TcpStream>,
+}
+
+/// A cluster `orders` whose bootstrap server is `upstream`, with more YAML
+/// (indented as a cluster's keys: `limits`, `filters`).
+fn cluster_config(upstream: SocketAddr, more: &str) -> VirtualCluster {
+    let yaml = format!(
+        "virtualClusters:
+  - name: orders
+    upstream:
+      bootstrapServers: [\"{upstream}\"]
+    gateway:
+      listenHost: 127.0.0.1
+      advertisedHost: proxy.test
+      bootstrapPort: 29092
+      brokerPorts: {{ start: 29093, count: 3, firstNodeId: 1 }}
+{more}"
+    );
+    let valid = validate(yaml.as_bytes(), &MemoryFiles::default())
+        .unwrap_or_else(|e| panic!("test configuration: {e:?}"));
+    valid.config.virtual_clusters[0].clone()
+}
+
+impl Rig {
+    async fn start(more: &str) -> Rig {
+        Self::start_with(Arc::new(Metrics::new()), more).await
+    }
+
+    async fn start_with(metrics: Arc<Metrics>, more: &str) -> Rig {
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream_addr = upstream.local_addr().unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = upstream.accept().await {
+                if tx.send(tcp).is_err() {
+                    return;
+                }
+            }
+        });
+        let config = cluster_config(upstream_addr, more);
+        let cluster = ClusterRuntime::prepare(&config, 1, &metrics, Gauge::default()).unwrap();
+        let proxy = listen(Arc::clone(&cluster)).await;
+        Rig {
+            metrics,
+            cluster,
+            proxy,
+            upstream: rx,
+        }
+    }
+
+    /// A client connection to the proxy's bootstrap role.
+    async fn client(&self) -> TcpStream {
+        TcpStream::connect(self.proxy).await.unwrap()
+    }
+
+    /// The next connection the proxy made upstream.
+    async fn upstream(&mut self) -> TcpStream {
+        tokio::time::timeout(PATIENCE, self.upstream.recv())
+            .await
+            .expect("the proxy connects upstream")
+            .unwrap()
+    }
+
+    /// A client connection and the upstream connection it led to.
+    async fn connection(&mut self) -> (TcpStream, TcpStream) {
+        let client = self.client().await;
+        (client, self.upstream().await)
+    }
+
+    /// The value of a metric series, 0 when absent.
+    fn metric(&self, series: &str) -> f64 {
+        metric(&self.metrics, series)
+    }
+}
+
+/// Serves connections of `cluster` on a fresh port, in its bootstrap role.
+async fn listen(cluster: Arc<ClusterRuntime>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, peer)) = listener.accept().await {
+            tokio::spawn(serve(tcp, peer, Arc::clone(&cluster), Role::Bootstrap));
+        }
+    });
+    addr
+}
+
+fn metric(metrics: &Metrics, series: &str) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// A request frame, prefix included.
+fn request<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
+    let mut header = KRequestHeader::default();
+    header.request_api_key = api as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(StrBytes::from_static_str("test"));
+    let mut b = BytesMut::new();
+    header
+        .encode(&mut b, api.request_header_version(version))
+        .unwrap();
+    body.encode(&mut b, version).unwrap();
+    framed(&b)
+}
+
+/// A response frame, prefix included.
+fn response<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let mut b = BytesMut::new();
+    header
+        .encode(&mut b, api.response_header_version(version))
+        .unwrap();
+    body.encode(&mut b, version).unwrap();
+    framed(&b)
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut f = BytesMut::with_capacity(4 + body.len());
+    f.put_i32(i32::try_from(body.len()).unwrap());
+    f.put_slice(body);
+    f.to_vec()
+}
+
+/// A frame of `len` bytes in all (prefix included) that only its first 8
+/// bytes make a response: what the proxy streams without looking.
+fn opaque_response(correlation_id: i32, len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&i32::try_from(len - 4).unwrap().to_be_bytes());
+    f.extend_from_slice(&correlation_id.to_be_bytes());
+    f.extend((8..len).map(|i| (i % 251) as u8));
+    f
+}
+
+/// Reads one whole frame, prefix included.
+async fn read_frame(s: &mut TcpStream) -> Vec<u8> {
+    tokio::time::timeout(PATIENCE, async {
+        let len = s.read_i32().await.expect("a frame's length") as usize;
+        let mut f = Vec::with_capacity(4 + len);
+        f.extend_from_slice(&i32::try_from(len).unwrap().to_be_bytes());
+        f.resize(4 + len, 0);
+        s.read_exact(&mut f[4..]).await.expect("a whole frame");
+        f
+    })
+    .await
+    .expect("a frame arrives")
+}
+
+/// The correlation id of a response frame.
+fn correlation(frame: &[u8]) -> i32 {
+    i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]])
+}
+
+/// Waits until `f` holds, polling.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `f` gives the same value for `quiet`, and returns it.
+async fn settled(quiet: Duration, mut f: impl FnMut() -> f64) -> f64 {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut last = f();
+    let mut since = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = f();
+        if now != last {
+            last = now;
+            since = tokio::time::Instant::now();
+        } else if since.elapsed() >= quiet {
+            return last;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never settled");
+    }
+}
+
+/// Whether the peer closed `s` within `within` (what it sent before is
+/// read and dropped).
+async fn closed(s: &mut TcpStream, within: Duration) -> bool {
+    let mut sink = vec![0u8; 64 * 1024];
+    let end = async {
+        loop {
+            match s.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(within, end).await.is_ok()
+}
+
+/// Bytes made for tests.
+fn pattern(len: usize) -> Bytes {
+    (0..len).map(|i| (i % 253) as u8).collect()
+}

@@ -1,0 +1,98 @@
+//! The upstream check inside a reload, in-process: a changed upstream where
+//! nothing listens fails the reload with nothing changed and is kept in
+//! status as the last failed version; `checkOnReload: false` skips it; a
+//! change that leaves the upstream alone is not checked.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use sluice_admin_api::FailureStage;
+
+use crate::config::{MemoryFiles, validate};
+use crate::engine::{Engine, ReloadOutcome};
+use crate::metrics::Metrics;
+
+/// A port where nothing listens (bound, then released).
+fn refused() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config(port: u16, upstream: &str) -> String {
+    format!(
+        "virtualClusters:\n  - name: a\n    upstream: {upstream}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n",
+        port + 1
+    )
+}
+
+fn start(text: &str) -> Arc<Engine> {
+    let valid = validate(text.as_bytes(), &MemoryFiles::default()).unwrap();
+    Engine::start(valid, Arc::new(Metrics::new()), Arc::new(MemoryFiles::default())).unwrap()
+}
+
+fn ports() -> u16 {
+    loop {
+        let port = refused();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_changed_upstream_where_nothing_listens_fails_the_reload_with_nothing_changed() {
+    let port = ports();
+    // Startup never checks: the proxy starts while its upstream is down.
+    let engine = start(&config(port, "{ bootstrapServers: [127.0.0.1:9] }"));
+    let before = engine.status().current_config_version;
+    let generation = engine.clusters().clusters[0].generation;
+    let dead = refused();
+    let next = config(port, &format!("{{ bootstrapServers: [\"127.0.0.1:{dead}\"] }}"));
+    let ReloadOutcome::Failed {
+        reason, upstream, ..
+    } = engine.reload(next.as_bytes(), None)
+    else {
+        panic!("the upstream check must fail the reload");
+    };
+    assert_eq!(
+        reason,
+        format!("virtual cluster a: upstream check failed: 127.0.0.1:{dead}: connection refused")
+    );
+    assert_eq!(upstream.len(), 1);
+    assert_eq!(upstream[0].cluster, "a");
+    assert_eq!(upstream[0].address, format!("127.0.0.1:{dead}"));
+    assert_eq!(upstream[0].cause, "connection refused");
+    let status = engine.status();
+    assert_eq!(status.current_config_version, before);
+    assert_eq!(engine.clusters().clusters[0].generation, generation);
+    let failed = status.last_failed_version.expect("kept in status");
+    assert_eq!(failed.stage, FailureStage::UpstreamCheck);
+    assert_eq!(failed.version, crate::config::ConfigVersion::of(next.as_bytes()).to_string());
+}
+
+#[tokio::test]
+async fn check_on_reload_false_skips_the_check_and_an_untouched_upstream_is_not_checked() {
+    let port = ports();
+    let engine = start(&config(port, "{ bootstrapServers: [127.0.0.1:9] }"));
+    let dead = refused();
+    let skipped = config(
+        port,
+        &format!("{{ bootstrapServers: [\"127.0.0.1:{dead}\"], checkOnReload: false }}"),
+    );
+    assert!(matches!(
+        engine.reload(skipped.as_bytes(), None),
+        ReloadOutcome::Applied { .. }
+    ));
+    // Only the gateway changes: the (dead) upstream is not checked again.
+    let gateway_only = skipped
+        .replace(", checkOnReload: false", "")
+        .replace("advertisedHost: localhost", "advertisedHost: proxy.local");
+    assert!(matches!(
+        engine.reload(gateway_only.as_bytes(), None),
+        ReloadOutcome::Applied { .. }
+    ));
+    assert!(engine.status().last_failed_version.is_none());
+}

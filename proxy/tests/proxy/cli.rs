@@ -1,0 +1,172 @@
+//! `sluice-proxy check` and `diff`, run as the real binary.
+
+use std::process::{Command, Output};
+
+use sluice_testkit::repo;
+
+fn proxy(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice-proxy"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run sluice-proxy")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn check_accepts_valid_files_with_exit_zero() {
+    let o = proxy(&["check", "examples/minimal.yaml", "examples/tls.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("examples/minimal.yaml: valid, 1 virtual cluster, sha256:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("examples/tls.yaml: valid, 1 virtual cluster, sha256:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_prints_every_error_as_file_line_column_path_message() {
+    let file = "tests/fixtures/config/invalid/69-many-errors.yaml";
+    let o = proxy(&["check", "examples/minimal.yaml", file]);
+    assert_eq!(o.status.code(), Some(1));
+    let expected =
+        std::fs::read_to_string(repo().join(file.replace(".yaml", ".expected"))).unwrap();
+    let mut want: Vec<String> = expected.lines().map(|l| format!("{file}:{l}")).collect();
+    want.push(format!("{file}: invalid, {} errors", want.len()));
+    let out = stdout(&o);
+    let got: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn check_json_reports_each_file() {
+    let o = proxy(&[
+        "check",
+        "--format",
+        "json",
+        "examples/minimal.yaml",
+        "tests/fixtures/config/invalid/31-bootstrap-port-conflict.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(doc["valid"], false);
+    assert_eq!(doc["files"][0]["valid"], true);
+    assert_eq!(doc["files"][0]["virtualClusters"][0], "demo");
+    assert!(
+        doc["files"][0]["configVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    let error = &doc["files"][1]["errors"][0];
+    assert_eq!(error["path"], "virtualClusters[1].gateway.bootstrapPort");
+    assert_eq!(error["line"], 17);
+    assert_eq!(error["column"], 22);
+    assert_eq!(
+        error["message"],
+        "port 19092 is already used by virtual cluster \"orders\""
+    );
+}
+
+#[test]
+fn check_exits_two_when_a_file_cannot_be_read() {
+    let o = proxy(&["check", "examples/minimal.yaml", "no/such/file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no/such/file.yaml: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+    let o = proxy(&["check"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "missing arguments are a usage error"
+    );
+}
+
+#[test]
+fn check_rejects_oversized_files_without_reading_them_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    let mut text = String::from("# padding\n");
+    while text.len() <= 1024 * 1024 {
+        text.push_str("# .........................................................\n");
+    }
+    std::fs::write(&big, text).unwrap();
+    let o = proxy(&["check", big.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o)
+            .contains("file is larger than 1048576 bytes (1 MiB, the size limit of a ConfigMap)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn diff_shows_what_a_reload_would_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    let new = dir.path().join("new.yaml");
+    std::fs::copy(repo().join("examples/multi-cluster.yaml"), &old).unwrap();
+    let text = std::fs::read_to_string(&old)
+        .unwrap()
+        .replace("maxConnections: 2000", "maxConnections: 3000")
+        .replace("drainTimeout: 20s", "drainTimeout: 10s");
+    std::fs::write(&new, text).unwrap();
+    let o = proxy(&["diff", old.to_str().unwrap(), new.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "~ orders: modified, new generation, old one drains\n    limits.maxConnections changed from 2000 to 3000\n= payments: unchanged, not touched\n* drainTimeout changed from 20s to 10s\n"
+    );
+
+    let o = proxy(&[
+        "diff",
+        "--format",
+        "json",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(doc["changed"], true);
+    assert_eq!(doc["changes"]["modified"][0]["name"], "orders");
+    assert_eq!(doc["changes"]["unchanged"][0], "payments");
+
+    let o = proxy(&["diff", old.to_str().unwrap(), old.to_str().unwrap()]);
+    assert_eq!(stdout(&o), "identical: a reload would do nothing\n");
+}
+
+#[test]
+fn diff_refuses_an_invalid_side() {
+    let o = proxy(&[
+        "diff",
+        "examples/minimal.yaml",
+        "tests/fixtures/config/invalid/23-port-zero.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("23-port-zero.yaml:9:22: virtualClusters[0].gateway.bootstrapPort: port 0 is out of range 1-65535"));
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn help_explains_exit_statuses_and_formats() {
+    let o = proxy(&["check", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&o);
+    assert!(help.contains("0 all valid, 1 any invalid, 2"), "{help}");
+    assert!(help.contains("--format"), "{help}");
+    assert!(help.contains("SLUICE_FORMAT"), "{help}");
+}

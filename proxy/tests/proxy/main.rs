@@ -1,0 +1,14 @@
+//! The proxy crate's integration tests, one binary (one link of the
+//! dependency graph). They drive the library's public API and the real
+//! `sluice-proxy` binary; the end-to-end tests with Kafka peers are in
+//! `tests/e2e`.
+//!
+//! - `admin_api`: the admin router in-process: callers, errors, corpus parity
+//! - `cli`: `sluice-proxy check` and `diff`, run as the real binary
+//! - `protocol`: ApiVersions capping and the proxy's own error responses
+//! - `rewrite`: address rewriting per API and version, against golden frames
+
+mod admin_api;
+mod cli;
+mod protocol;
+mod rewrite;

@@ -1,0 +1,37 @@
+//! The end-to-end tests, one binary: the real `sluice-proxy`,
+//! `sluice-watcher` and `sluice-webhook` binaries (built beforehand by
+//! `cargo build --workspace --bins`, which `scripts/test` runs), real files,
+//! real Kafka peers (tansu, librdkafka's mock cluster) and real clients.
+//! Helpers come from the test kit (`sluice-testkit`) and, for Kafka, from
+//! this crate's library (`sluice-tests`). One module per concept:
+//!
+//! - [`roundtrip`]: real clients through the proxy, exactly once
+//! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
+//! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
+//!   must not apply
+//! - [`faults`]: brokers, proxies and watchers killed mid-stream
+//! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
+//!   consumers that caught up
+//! - [`process`]: startup policies, signals, `--persist`
+//! - [`admin_limits`]: the admin API under hostile callers
+//! - [`watcher`]: the watcher with the real proxy and real files
+//! - [`webhook`]: the admission webhook over real HTTPS
+//! - [`tls`]: TLS both ways with OpenSSL peers
+//! - [`parity`]: `check` against the invalid corpus
+//! - [`manifests`]: the Kubernetes manifests
+//! - [`soak`]: the soak tool in its smoke size
+
+mod admin_limits;
+mod faults;
+mod gateway;
+mod manifests;
+mod memory;
+mod parity;
+mod process;
+mod reload;
+mod reload_failures;
+mod roundtrip;
+mod soak;
+mod tls;
+mod watcher;
+mod webhook;

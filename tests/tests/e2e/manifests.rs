@@ -1,0 +1,278 @@
+//! The Kubernetes manifests: every overlay renders with `kubectl kustomize`,
+//! passes `kubernetes-validate --strict` for Kubernetes 1.30 and 1.37, and
+//! agrees with the programs on what schemas cannot check: label, key, paths,
+//! ports and flags; the webhook's registration; no subPath on the
+//! configuration volume; hardened containers.
+
+use std::process::Command;
+
+use serde_json::Value;
+use sluice_testkit::bin;
+use sluice_tests::manifests::{Rendered, render};
+use sluice_tests::python;
+
+const OVERLAYS: [(&str, Option<&str>); 2] = [
+    ("cert-manager", None),
+    ("no-cert-manager", Some("gen-certs.sh")),
+];
+const LABEL: &str = "sluice.dev/proxy-config";
+
+fn rendered() -> Vec<(&'static str, Rendered)> {
+    OVERLAYS
+        .iter()
+        .map(|(name, prep)| (*name, render(name, *prep)))
+        .collect()
+}
+
+fn containers(r: &Rendered) -> Vec<(String, Value, Value)> {
+    r.kind("Deployment")
+        .into_iter()
+        .flat_map(|d| {
+            let pod = d["spec"]["template"]["spec"].clone();
+            pod["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap().to_owned(),
+                        c.clone(),
+                        pod.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn args(container: &Value) -> Vec<String> {
+    container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn flag(container: &Value, name: &str) -> Option<String> {
+    let a = args(container);
+    a.iter()
+        .find_map(|x| x.strip_prefix(&format!("{name}=")).map(str::to_owned))
+        .or_else(|| {
+            a.iter()
+                .position(|x| x == name)
+                .and_then(|i| a.get(i + 1).cloned())
+        })
+}
+
+#[test]
+fn every_overlay_passes_strict_schema_validation_for_1_30_and_1_37() {
+    let validator = python::interpreter().with_file_name("kubernetes-validate");
+    for (name, r) in rendered() {
+        for version in ["1.30.0", "1.37.0"] {
+            let out = Command::new(&validator)
+                .args(["--strict", "--quiet", "-k", version])
+                .arg(&r.file)
+                .output()
+                .expect("run kubernetes-validate");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "{name} for {version}:\n{text}");
+            // Only cert-manager's own kinds lack a schema.
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                assert!(
+                    line.contains("cert-manager.io/v1"),
+                    "{name} for {version}: {line}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_config_map_is_valid_and_selected_by_the_webhook() {
+    for (name, r) in rendered() {
+        let cm = r.get("ConfigMap", "sluice-proxy-config");
+        assert_eq!(cm["metadata"]["labels"][LABEL], "true", "{name}");
+        let yaml = cm["data"]["proxy.yaml"].as_str().expect("key proxy.yaml");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("proxy.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let out = Command::new(bin("sluice-proxy"))
+            .args(["check", "--paths-only"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+
+        let vwc = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][0];
+        assert_eq!(vwc["objectSelector"]["matchLabels"][LABEL], "true");
+        assert_eq!(vwc["sideEffects"], "None");
+        assert_eq!(vwc["failurePolicy"], "Fail");
+        assert!(vwc["timeoutSeconds"].as_u64().unwrap() <= 5);
+        assert_eq!(vwc["admissionReviewVersions"], serde_json::json!(["v1"]));
+        assert_eq!(
+            vwc["rules"][0]["operations"],
+            serde_json::json!(["CREATE", "UPDATE"])
+        );
+        assert_eq!(
+            vwc["rules"][0]["resources"],
+            serde_json::json!(["configmaps"])
+        );
+        let excluded = &vwc["namespaceSelector"]["matchExpressions"][0];
+        assert_eq!(excluded["operator"], "NotIn");
+        let values = excluded["values"].as_array().unwrap();
+        assert!(
+            values.contains(&Value::from("kube-system"))
+                && values.contains(&Value::from("sluice-system"))
+        );
+        assert_eq!(vwc["clientConfig"]["service"]["path"], "/validate");
+        match name {
+            "cert-manager" => assert!(r.kind("ValidatingWebhookConfiguration")[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].is_string()),
+            _ => assert!(vwc["clientConfig"]["caBundle"].as_str().is_some_and(|b| b.len() > 100)),
+        }
+    }
+}
+
+#[test]
+fn names_paths_ports_and_flags_agree_with_the_programs() {
+    let webhook_help = Command::new(bin("sluice-webhook"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let webhook_help = String::from_utf8_lossy(&webhook_help.stdout).into_owned();
+    for (name, r) in rendered() {
+        let all = containers(&r);
+        let find = |n: &str| {
+            all.iter()
+                .find(|(c, ..)| c == n)
+                .unwrap_or_else(|| panic!("{name}: no container {n}"))
+        };
+        let (_, proxy, pod) = find("sluice-proxy");
+        let (_, watcher, _) = find("sluice-watcher");
+        let (_, webhook, _) = find("sluice-webhook");
+
+        // One file, seen by both containers of the pod through the same directory mount.
+        let config = flag(proxy, "--config").unwrap();
+        assert_eq!(flag(watcher, "--path").unwrap(), config);
+        assert!(config.ends_with("/proxy.yaml"), "the ConfigMap's key");
+        let mount = |c: &Value| {
+            c["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == "config")
+                .cloned()
+                .expect("config mount")
+        };
+        for c in [proxy, watcher] {
+            let m = mount(c);
+            assert!(
+                m.get("subPath").is_none(),
+                "{name}: subPath on the config volume never updates"
+            );
+            assert_eq!(
+                format!("{}/proxy.yaml", m["mountPath"].as_str().unwrap()),
+                config
+            );
+        }
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "config")
+            .unwrap();
+        assert_eq!(volume["configMap"]["name"], "sluice-proxy-config");
+
+        // The watcher talks to the admin port the configuration sets.
+        let yaml = r.get("ConfigMap", "sluice-proxy-config")["data"]["proxy.yaml"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let port = flag(watcher, "--proxy")
+            .unwrap()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .to_owned();
+        assert!(
+            yaml.contains(&format!("listen: 0.0.0.0:{port}")),
+            "admin port {port}"
+        );
+        let probes = (
+            &proxy["livenessProbe"]["httpGet"]["path"],
+            &proxy["readinessProbe"]["httpGet"]["path"],
+        );
+        assert_eq!(
+            probes,
+            (&Value::from("/admin/health"), &Value::from("/admin/ready"))
+        );
+        // The stagger comes from the pod's own name.
+        let env = watcher["env"].as_array().unwrap();
+        let pod_name = env
+            .iter()
+            .find(|e| e["name"] == "POD_NAME")
+            .expect("POD_NAME");
+        assert_eq!(
+            pod_name["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.name"
+        );
+        assert!(flag(watcher, "--stagger").is_some() && flag(watcher, "--slots").is_some());
+
+        // The webhook reads the key the ConfigMap has, and its flags exist.
+        assert_eq!(flag(webhook, "--config-key").unwrap(), "proxy.yaml");
+        for f in ["--listen", "--tls-cert", "--tls-key", "--config-key"] {
+            assert!(webhook_help.contains(f), "sluice-webhook has no {f}");
+        }
+        assert_eq!(r.get("Deployment", "sluice-webhook")["spec"]["replicas"], 2);
+        assert!(
+            r.get("Deployment", "sluice-proxy")["spec"]["replicas"]
+                .as_u64()
+                .unwrap()
+                >= 2
+        );
+    }
+}
+
+#[test]
+fn every_container_is_hardened_and_bounded() {
+    for (name, r) in rendered() {
+        for (container, c, pod) in containers(&r) {
+            let at = format!("{name}/{container}");
+            let sc = &c["securityContext"];
+            assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{at}");
+            assert_eq!(
+                pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+                "{at}"
+            );
+            assert_eq!(sc["readOnlyRootFilesystem"], true, "{at}");
+            assert_eq!(sc["allowPrivilegeEscalation"], false, "{at}");
+            assert_eq!(
+                sc["capabilities"]["drop"],
+                serde_json::json!(["ALL"]),
+                "{at}"
+            );
+            for kind in ["requests", "limits"] {
+                assert!(
+                    c["resources"][kind]["cpu"].is_string()
+                        && c["resources"][kind]["memory"].is_string(),
+                    "{at}: {kind}"
+                );
+            }
+        }
+        assert_eq!(r.kind("PodDisruptionBudget").len(), 2, "{name}");
+        assert_eq!(r.kind("NetworkPolicy").len(), 1, "{name}");
+        let role = r.get("Role", "sluice-proxy-events");
+        assert_eq!(
+            role["rules"],
+            serde_json::json!([{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}])
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! `sluice-watcher fleet`: one line per pod (instance, slot, version in
+//! force, last attempt and its result, ready, what failed), read from every
+//! peer's status, and whether a rollout is halted; or the same as JSON.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use sluice_admin_api::ConfigStatus;
+use sluice_process::exit::{Exit, ExitStatus};
+
+use super::peers::{PeerSource, statuses};
+use super::slots::rank;
+
+/// Why `fleet` did not print a fleet with no halt.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The token file cannot be read.
+    #[error("cannot read the token file {path}: {source}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No peers were given.
+    #[error("fleet needs --peers or --peers-dns")]
+    NoPeers,
+    /// A rollout is halted (the view was printed).
+    #[error("a rollout is halted")]
+    Halted,
+}
+
+impl ExitStatus for FleetError {
+    /// 1 when a rollout is halted; 2 for a usage or I/O problem.
+    fn exit(&self) -> Exit {
+        match self {
+            FleetError::Halted => Exit::Invalid,
+            _ => Exit::Usage,
+        }
+    }
+}
+
+/// `sluice-watcher fleet`: asks every peer once and prints one line per pod
+/// (or JSON, with `json`); a halted rollout is an error (exit status 1).
+pub async fn run(
+    source: Option<PeerSource>,
+    token_file: Option<&PathBuf>,
+    timeout: Duration,
+    json: bool,
+) -> Result<(), FleetError> {
+    use std::io::Write as _;
+    let source = source.ok_or(FleetError::NoPeers)?;
+    let token = match token_file {
+        None => None,
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|source| FleetError::TokenFile {
+                    path: path.clone(),
+                    source,
+                })?
+                .trim()
+                .to_owned(),
+        ),
+    };
+    let view = view(statuses(&source, token, timeout).await);
+    let text = if json {
+        serde_json::to_string_pretty(&view).unwrap_or_default() + "\n"
+    } else {
+        view.to_string()
+    };
+    // The command's result is its output.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if view.halted {
+        return Err(FleetError::Halted);
+    }
+    Ok(())
+}
+
+/// One pod as the fleet view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodLine {
+    /// The peer URL asked.
+    pub url: String,
+    /// Whether it answered.
+    pub answered: bool,
+    /// Its instance name.
+    pub instance: Option<String>,
+    /// Its slot (rank of its instance).
+    pub slot: Option<u64>,
+    /// The version its proxy runs.
+    pub version: Option<String>,
+    /// The last reload attempt: result and version.
+    pub last_attempt: Option<String>,
+    /// Whether its proxy is ready.
+    pub ready: Option<bool>,
+    /// A version that failed on it after its current one came into force,
+    /// and why: what halts a rollout.
+    pub failed: Option<String>,
+}
+
+/// The whole fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetView {
+    /// Every pod, by slot (silent ones last).
+    pub pods: Vec<PodLine>,
+    /// Whether a rollout is halted (some pod failed a version after its
+    /// current one came into force).
+    pub halted: bool,
+}
+
+/// The view of these answers (`None`: the peer did not answer).
+pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
+    let names: Vec<String> = answers
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().map(|s| s.instance.clone()))
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut pods: Vec<PodLine> = answers
+        .into_iter()
+        .map(|(url, status)| match status {
+            None => PodLine {
+                url,
+                answered: false,
+                instance: None,
+                slot: None,
+                version: None,
+                last_attempt: None,
+                ready: None,
+                failed: None,
+            },
+            Some(s) => PodLine {
+                slot: rank(&s.instance, &names).ok(),
+                instance: Some(s.instance.clone()),
+                version: Some(s.current_config_version.clone()),
+                last_attempt: s.last_reload_attempt.as_ref().map(|a| {
+                    let result = serde_json::to_value(a.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    format!("{result} {}", short(&a.requested_version))
+                }),
+                ready: Some(s.ready),
+                // RFC 3339 in UTC with milliseconds: compared as text.
+                failed: s
+                    .last_failed_version
+                    .as_ref()
+                    .filter(|f| f.version != s.current_config_version && f.timestamp >= s.applied_at)
+                    .map(|f| format!("{}: {}", short(&f.version), f.reason)),
+                url,
+                answered: true,
+            },
+        })
+        .collect();
+    pods.sort_by_key(|p| (p.slot.is_none(), p.slot));
+    let halted = pods.iter().any(|p| p.failed.is_some());
+    FleetView { pods, halted }
+}
+
+/// `sha256:` and the first 12 hex digits.
+fn short(version: &str) -> &str {
+    version.get(..19).unwrap_or(version)
+}
+
+impl std::fmt::Display for FleetView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{:<4} {:<36} {:<20} {:<30} {:<5} FAILED",
+            "SLOT", "INSTANCE", "VERSION", "LAST ATTEMPT", "READY"
+        )?;
+        for p in &self.pods {
+            let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+            writeln!(
+                f,
+                "{:<4} {:<36} {:<20} {:<30} {:<5} {}",
+                p.slot.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+                p.instance
+                    .clone()
+                    .unwrap_or_else(|| format!("({} not answering)", p.url)),
+                p.version.as_deref().map_or("-", short),
+                or(&p.last_attempt),
+                p.ready.map_or_else(|| "-".to_owned(), |r| r.to_string()),
+                or(&p.failed),
+            )?;
+        }
+        if self.halted {
+            writeln!(f, "rollout halted: revert or fix the ConfigMap")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(instance: &str, version: &str, failed: Option<&str>) -> ConfigStatus {
+        let mut s: ConfigStatus = serde_json::from_str(&format!(
+            r#"{{"currentConfigVersion": "{version}", "appliedAt": "2026-01-01T00:00:00.000Z",
+                "lastReloadAttempt": null, "lastValidationAttempt": null,
+                "reloadInProgressSince": null, "instance": "{instance}", "ready": true}}"#
+        ))
+        .unwrap();
+        s.last_failed_version = failed.map(|v| sluice_admin_api::FailedVersion {
+            version: v.to_owned(),
+            stage: sluice_admin_api::FailureStage::UpstreamCheck,
+            reason: "connection refused".to_owned(),
+            timestamp: "2026-01-01T00:01:00.000Z".to_owned(),
+        });
+        s
+    }
+
+    #[test]
+    fn pods_are_listed_by_slot_and_a_failure_after_the_current_version_halts() {
+        let v = view(vec![
+            ("http://b".into(), Some(status("pod-b", "sha256:old", None))),
+            ("http://c".into(), None),
+            ("http://a".into(), Some(status("pod-a", "sha256:old", Some("sha256:new")))),
+        ]);
+        let order: Vec<_> = v.pods.iter().map(|p| p.url.as_str()).collect();
+        assert_eq!(order, ["http://a", "http://b", "http://c"]);
+        assert!(v.halted);
+        let text = v.to_string();
+        assert!(text.contains("rollout halted"), "{text}");
+        assert!(text.contains("(http://c not answering)"), "{text}");
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["pods"][0]["slot"], 0);
+        assert_eq!(json["halted"], true);
+    }
+}
