@@ -13,6 +13,7 @@
 //! - [`proxy`]: a `sluice-proxy run` process
 //! - [`watcher`]: a `sluice-watcher` process
 //! - [`rig`]: a proxy, the volume it is configured from and a watcher between
+//! - [`netns`]: test hosts ("pods") in network namespaces of the test's own
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,7 @@ pub mod certs;
 pub mod config;
 pub mod corpus;
 pub mod http;
+pub mod netns;
 pub mod ports;
 pub mod process;
 pub mod proxy;

@@ -75,6 +75,25 @@ pub fn render(overlay: &str, prepare: Option<&str>) -> Rendered {
     }
 }
 
+/// What `kubectl kustomize` prints when `overlay` fails to render from a
+/// fresh copy of the manifests (nothing generated in it); panics if it renders.
+pub fn render_error(overlay: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("manifests");
+    copy_tree(&repo().join("manifests"), &copy);
+    let overlay_dir = copy.join("overlays").join(overlay);
+    // A clone has none of what the overlay's script generates (it is ignored
+    // by git); a developer's working tree may.
+    let _ = std::fs::remove_dir_all(overlay_dir.join("run-gen-certs.sh-first"));
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&overlay_dir)
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(!out.status.success(), "{overlay} rendered without its script");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read dir") {

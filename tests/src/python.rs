@@ -145,6 +145,21 @@ impl Steady {
         if idempotent {
             cmd.arg("--idempotent");
         }
+        Self::start_command(cmd)
+    }
+
+    /// Starts it inside network namespace `ns` (a test "pod", see
+    /// `sluice_testkit::netns`), not idempotent.
+    pub fn start_in(ns: &str, bootstrap: &str, topic: &str, group: &str) -> Steady {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]).arg(interpreter());
+        cmd.arg(repo().join("tests/clients/steady.py"));
+        cmd.env("PYTHONUNBUFFERED", "1");
+        cmd.args([bootstrap, topic, group]);
+        Self::start_command(cmd)
+    }
+
+    fn start_command(mut cmd: Command) -> Steady {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -243,6 +243,8 @@ mod tests {
 
     #[tokio::test]
     async fn starts_serves_healthz_in_process_and_stops_on_the_token() {
+        // As main does: one crypto provider, before any TLS-capable client.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("dir");
         let watcher = Watcher::start(options(&dir)).await.expect("starts");
         let addr = watcher.http_addr();

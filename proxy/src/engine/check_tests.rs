@@ -3,7 +3,6 @@
 //! status as the last failed version; `checkOnReload: false` skips it; a
 //! change that leaves the upstream alone is not checked.
 
-use std::net::TcpListener;
 use std::sync::Arc;
 
 use sluice_admin_api::FailureStage;
@@ -12,13 +11,9 @@ use crate::config::{MemoryFiles, validate};
 use crate::engine::{Engine, ReloadOutcome};
 use crate::metrics::Metrics;
 
-/// A port where nothing listens (bound, then released).
+/// A port where nothing listens (reserved for this process, never bound).
 fn refused() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    sluice_testkit::ports::port()
 }
 
 fn config(port: u16, upstream: &str) -> String {
@@ -34,12 +29,7 @@ fn start(text: &str) -> Arc<Engine> {
 }
 
 fn ports() -> u16 {
-    loop {
-        let port = refused();
-        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            return port;
-        }
-    }
+    sluice_testkit::ports::ports(2)
 }
 
 #[tokio::test]

@@ -3,7 +3,6 @@
 //! nothing else is, and settings only a restart applies are reported on
 //! every reload until then, an unchanged one included.
 
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use crate::config::{MemoryFiles, validate};
@@ -12,16 +11,7 @@ use crate::metrics::Metrics;
 
 /// A bootstrap port whose broker port (the next one) is free too.
 fn free_ports() -> u16 {
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            return port;
-        }
-    }
+    sluice_testkit::ports::ports(2)
 }
 
 fn config(port: u16, admin: &str, advertised: &str) -> String {

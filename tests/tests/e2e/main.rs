@@ -10,6 +10,7 @@
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
 //! - [`faults`]: brokers, proxies and watchers killed mid-stream
+//! - [`fleet`]: three pods in network namespaces: canary, gate, halt
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
 //! - [`process`]: startup policies, signals, `--persist`
@@ -23,6 +24,7 @@
 
 mod admin_limits;
 mod faults;
+mod fleet;
 mod gateway;
 mod manifests;
 mod memory;

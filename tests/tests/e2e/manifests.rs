@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use sluice_testkit::bin;
-use sluice_tests::manifests::{Rendered, render};
+use sluice_tests::manifests::{Rendered, render, render_error};
 use sluice_tests::python;
 
 const OVERLAYS: [(&str, Option<&str>); 2] = [
@@ -214,17 +214,58 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
             probes,
             (&Value::from("/admin/health"), &Value::from("/admin/ready"))
         );
-        // The stagger comes from the pod's own name.
-        let env = watcher["env"].as_array().unwrap();
-        let pod_name = env
-            .iter()
-            .find(|e| e["name"] == "POD_NAME")
-            .expect("POD_NAME");
-        assert_eq!(
-            pod_name["valueFrom"]["fieldRef"]["fieldPath"],
-            "metadata.name"
-        );
+        // Both containers know the pod's name: the proxy reports it as its
+        // instance, the watcher's fallback slot hashes it.
+        for c in [proxy, watcher] {
+            let env = c["env"].as_array().expect("env");
+            let pod_name = env
+                .iter()
+                .find(|e| e["name"] == "POD_NAME")
+                .expect("POD_NAME");
+            assert_eq!(
+                pod_name["valueFrom"]["fieldRef"]["fieldPath"],
+                "metadata.name"
+            );
+        }
         assert!(flag(watcher, "--stagger").is_some() && flag(watcher, "--slots").is_some());
+
+        // The fleet rollout: the watcher finds every pod's admin API through
+        // a headless Service that lists pods ready or not, and may reach it.
+        let watcher_help = Command::new(bin("sluice-watcher"))
+            .arg("--help")
+            .output()
+            .unwrap();
+        let watcher_help = String::from_utf8_lossy(&watcher_help.stdout).into_owned();
+        for f in ["--peers-dns", "--canary-soak", "--peer-timeout", "--stagger"] {
+            assert!(flag(watcher, f).is_some(), "{name}: the watcher has no {f}");
+            assert!(watcher_help.contains(f), "sluice-watcher has no {f}");
+        }
+        let peers = flag(watcher, "--peers-dns").unwrap();
+        let (host, peer_port) = peers.rsplit_once(':').unwrap();
+        assert_eq!(peer_port, port, "the peers' admin port is the proxy's");
+        let service = host.split('.').next().unwrap();
+        let headless = r.get("Service", service);
+        assert_eq!(headless["spec"]["clusterIP"], "None");
+        assert_eq!(headless["spec"]["publishNotReadyAddresses"], true);
+        assert_eq!(
+            headless["spec"]["selector"]["app.kubernetes.io/name"],
+            "sluice-proxy"
+        );
+        let policy = r.get("NetworkPolicy", "sluice-proxy");
+        let admits_peers = policy["spec"]["ingress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|rule| {
+                rule["from"].as_array().is_some_and(|from| {
+                    from.iter().any(|f| {
+                        f["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "sluice-proxy"
+                    })
+                }) && rule["ports"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["port"].to_string() == port))
+            });
+        assert!(admits_peers, "{name}: the proxy pods may not read each other's status");
 
         // The webhook reads the key the ConfigMap has, and its flags exist.
         assert_eq!(flag(webhook, "--config-key").unwrap(), "proxy.yaml");
@@ -239,6 +280,13 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
                 >= 2
         );
     }
+}
+
+#[test]
+fn the_no_cert_manager_overlay_says_to_run_its_script_before_it_renders() {
+    // The first error a user meets names the folder the script fills.
+    let error = render_error("no-cert-manager");
+    assert!(error.contains("run-gen-certs.sh-first"), "{error}");
 }
 
 #[test]
