@@ -12,8 +12,8 @@
 //! - [`tls`]: rustls configurations from validated material
 
 mod block;
-mod buffer;
 pub(crate) mod budget;
+mod buffer;
 pub(crate) mod check;
 pub(crate) mod cluster;
 pub(crate) mod connection;

@@ -55,9 +55,20 @@ impl Net {
             let (inner, outer) = ("eth0", format!("{}v{i}", net.prefix));
             net.exec_ip(
                 &pod,
-                &["link", "add", inner, "type", "veth", "peer", "name", &outer, "netns", &hub],
+                &[
+                    "link", "add", inner, "type", "veth", "peer", "name", &outer, "netns", &hub,
+                ],
             );
-            net.exec_ip(&pod, &["addr", "add", &format!("{}/24", Self::pod_addr(i)), "dev", inner]);
+            net.exec_ip(
+                &pod,
+                &[
+                    "addr",
+                    "add",
+                    &format!("{}/24", Self::pod_addr(i)),
+                    "dev",
+                    inner,
+                ],
+            );
             net.exec_ip(&pod, &["link", "set", inner, "up"]);
             net.exec_ip(&hub, &["link", "set", &outer, "master", "br0"]);
             net.exec_ip(&hub, &["link", "set", &outer, "up"]);
@@ -77,7 +88,12 @@ impl Net {
 
     /// Pod `i`'s address.
     pub fn pod_addr(i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(198, 18, 0, 10 + u8::try_from(i).expect("fewer than 245 pods"))
+        Ipv4Addr::new(
+            198,
+            18,
+            0,
+            10 + u8::try_from(i).expect("fewer than 245 pods"),
+        )
     }
 
     /// A command that runs `program` inside namespace `ns`; its PID is the

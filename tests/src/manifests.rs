@@ -90,7 +90,10 @@ pub fn render_error(overlay: &str) -> String {
         .arg(&overlay_dir)
         .output()
         .expect("run kubectl kustomize");
-    assert!(!out.status.success(), "{overlay} rendered without its script");
+    assert!(
+        !out.status.success(),
+        "{overlay} rendered without its script"
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 

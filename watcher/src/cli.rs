@@ -119,7 +119,12 @@ pub struct Args {
 pub struct PeerArgs {
     /// Every pod's admin API, this one's included (bare metal, tests):
     /// `http://10.0.0.1:9190,http://10.0.0.2:9190`. Turns on the fleet rollout.
-    #[arg(long, value_name = "URL,...", value_delimiter = ',', env = "SLUICE_PEERS")]
+    #[arg(
+        long,
+        value_name = "URL,...",
+        value_delimiter = ',',
+        env = "SLUICE_PEERS"
+    )]
     pub peers: Vec<String>,
     /// A name that resolves to every pod's address (a headless Service with
     /// `publishNotReadyAddresses: true`), and the admin port:
@@ -195,7 +200,9 @@ impl Args {
                 peer_timeout: self.peer_timeout,
             },
             poll: self.peer_poll,
-            call_timeout: self.peer_poll.clamp(Duration::from_millis(500), Duration::from_secs(5)),
+            call_timeout: self
+                .peer_poll
+                .clamp(Duration::from_millis(500), Duration::from_secs(5)),
             token: None,
             slot_override: self.slot,
         });
@@ -244,7 +251,10 @@ mod tests {
         let args = parse(&["--peers", "http://a:9190/,http://b:9190"]).expect("parses");
         assert_eq!(
             args.peers.source(),
-            Some(PeerSource::Urls(vec!["http://a:9190".into(), "http://b:9190".into()]))
+            Some(PeerSource::Urls(vec![
+                "http://a:9190".into(),
+                "http://b:9190".into()
+            ]))
         );
         let args = parse(&["--peers-dns", "peers.ns.svc:9190"]).expect("parses");
         assert_eq!(
@@ -260,7 +270,10 @@ mod tests {
         let e = parse(&["--peer-timeout", "0s"]).expect_err("zero");
         assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
         let args = parse(&["--canary-soak", "0s", "--peers", "http://a:1"]).expect("a soak of 0");
-        assert_eq!(args.options().fleet.map(|f| f.gate.canary_soak), Some(Duration::ZERO));
+        assert_eq!(
+            args.options().fleet.map(|f| f.gate.canary_soak),
+            Some(Duration::ZERO)
+        );
     }
 
     #[test]
@@ -268,7 +281,10 @@ mod tests {
         let args = Args::try_parse_from(["sluice-watcher", "fleet", "--peers", "http://a:1"])
             .expect("parses");
         assert!(matches!(args.command, Some(Command::Fleet(_))));
-        assert!(Args::try_parse_from(["sluice-watcher"]).is_err(), "--path is required");
+        assert!(
+            Args::try_parse_from(["sluice-watcher"]).is_err(),
+            "--path is required"
+        );
     }
 
     #[test]

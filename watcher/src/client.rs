@@ -140,10 +140,9 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
         ReloadAnswer::Busy(busy) => Err(retry(&busy.error)),
         // An upstream-check failure is final for this version: a retry of
         // the same bytes cannot help, a new version can.
-        ReloadAnswer::Failed(n) if n.is_final() => Err(CallError::Fatal(format!(
-            "HTTP {status}: {}",
-            n.error
-        ))),
+        ReloadAnswer::Failed(n) if n.is_final() => {
+            Err(CallError::Fatal(format!("HTTP {status}: {}", n.error)))
+        }
         ReloadAnswer::PreconditionFailed(n) | ReloadAnswer::Failed(n) => Err(retry(&n.error)),
     }
 }
@@ -250,7 +249,11 @@ mod tests {
                 "HTTP 409: another reload is in progress".into()
             ))
         );
-        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), "sha256:x".into(), Vec::new());
+        let failed = ReloadAnswer::failed(
+            "virtual cluster a: bind".into(),
+            "sha256:x".into(),
+            Vec::new(),
+        );
         assert_eq!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry("HTTP 500: virtual cluster a: bind".into()))

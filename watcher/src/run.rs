@@ -10,9 +10,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::client::{Answer, CallError, ProxyClient};
-pub use crate::heartbeat::Heartbeat;
 use crate::events::{Kind, PodEvents};
 use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
+pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
 use crate::retry::Retry;
 use crate::schedule::{self, Slot};
@@ -52,7 +52,6 @@ pub enum Outcome {
     /// Newer content arrived first.
     Superseded,
 }
-
 
 /// Applies one content: skip it if the proxy runs it, else validate, then
 /// reload on top of the version seen. Gives up when `newer` changes.
@@ -217,7 +216,15 @@ pub async fn run(
         let content = match (&mut rollout, staggered) {
             (Some(rollout), _) => {
                 match rollout
-                    .wait(&client, &metrics, &heartbeat, settings.stagger, settings.jitter, &mut rx, content)
+                    .wait(
+                        &client,
+                        &metrics,
+                        &heartbeat,
+                        settings.stagger,
+                        settings.jitter,
+                        &mut rx,
+                        content,
+                    )
                     .await
                 {
                     GateResult::Go(content) => content,

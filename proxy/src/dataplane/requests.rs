@@ -97,8 +97,7 @@ where
                 forward(request, &mut buf, &mut rd, &mut wr, &mut clock, &mut stop).await?
             }
             Verdict::Deny { error_code } => {
-                let Some(mut permit) = request.slots(1, &mut buf, &mut wr, &mut stop).await?
-                else {
+                let Some(mut permit) = request.slots(1, &mut buf, &mut wr, &mut stop).await? else {
                     return Ok(());
                 };
                 let frame = buf.hold(total, &mut rd, &mut wr, &mut clock).await?;

@@ -19,16 +19,20 @@ fn to_check<'a>(config: &'a ProxyConfig, changes: &ConfigDiff) -> Vec<&'a Virtua
         .filter(|c| {
             let name = c.name.as_str();
             changes.added.iter().any(|a| a == name)
-                || changes.modified.iter().any(|m| {
-                    m.name == name && m.reasons.iter().any(|r| r.starts_with("upstream."))
-                })
+                || changes
+                    .modified
+                    .iter()
+                    .any(|m| m.name == name && m.reasons.iter().any(|r| r.starts_with("upstream.")))
         })
         .collect()
 }
 
 /// Checks what a reload to `config` with `changes` must check; every
 /// failure, or none.
-pub(super) fn upstreams(config: &ProxyConfig, changes: &ConfigDiff) -> Result<(), Vec<CheckFailed>> {
+pub(super) fn upstreams(
+    config: &ProxyConfig,
+    changes: &ConfigDiff,
+) -> Result<(), Vec<CheckFailed>> {
     let clusters = to_check(config, changes);
     if clusters.is_empty() {
         return Ok(());

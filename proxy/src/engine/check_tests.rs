@@ -25,7 +25,12 @@ fn config(port: u16, upstream: &str) -> String {
 
 fn start(text: &str) -> Arc<Engine> {
     let valid = validate(text.as_bytes(), &MemoryFiles::default()).unwrap();
-    Engine::start(valid, Arc::new(Metrics::new()), Arc::new(MemoryFiles::default())).unwrap()
+    Engine::start(
+        valid,
+        Arc::new(Metrics::new()),
+        Arc::new(MemoryFiles::default()),
+    )
+    .unwrap()
 }
 
 fn ports() -> u16 {
@@ -40,7 +45,10 @@ async fn a_changed_upstream_where_nothing_listens_fails_the_reload_with_nothing_
     let before = engine.status().current_config_version;
     let generation = engine.clusters().clusters[0].generation;
     let dead = refused();
-    let next = config(port, &format!("{{ bootstrapServers: [\"127.0.0.1:{dead}\"] }}"));
+    let next = config(
+        port,
+        &format!("{{ bootstrapServers: [\"127.0.0.1:{dead}\"] }}"),
+    );
     let ReloadOutcome::Failed {
         reason, upstream, ..
     } = engine.reload(next.as_bytes(), None)
@@ -60,7 +68,10 @@ async fn a_changed_upstream_where_nothing_listens_fails_the_reload_with_nothing_
     assert_eq!(engine.clusters().clusters[0].generation, generation);
     let failed = status.last_failed_version.expect("kept in status");
     assert_eq!(failed.stage, FailureStage::UpstreamCheck);
-    assert_eq!(failed.version, crate::config::ConfigVersion::of(next.as_bytes()).to_string());
+    assert_eq!(
+        failed.version,
+        crate::config::ConfigVersion::of(next.as_bytes()).to_string()
+    );
 }
 
 #[tokio::test]

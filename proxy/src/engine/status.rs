@@ -6,8 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::{
     ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, FailedCluster,
-    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, ValidationAttempt,
-    ValidationStatus,
+    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, ValidationAttempt, ValidationStatus,
 };
 
 use super::{Engine, Generation, rfc3339};

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use sluice_admin_api::{ConfigStatus, FailureStage};
+use sluice_testkit::bin;
 use sluice_testkit::netns::{HUB, Net};
 use sluice_testkit::process::Proc;
 use sluice_testkit::volume::Volume;
-use sluice_testkit::bin;
 use sluice_tests::python;
 
 const ADMIN: u16 = 9190;
@@ -57,16 +57,34 @@ impl Fleet {
         let hub = net.hub();
         let listen = format!("tcp://{}", broker());
         let mut cmd = net.command(&hub, "tansu");
-        cmd.args(["broker", "--listener-url", &listen, "--advertised-listener-url", &listen]);
+        cmd.args([
+            "broker",
+            "--listener-url",
+            &listen,
+            "--advertised-listener-url",
+            &listen,
+        ]);
         cmd.args(["--storage-engine", "memory://tansu/"]);
         let mut broker_proc = Proc::spawn("tansu", cmd);
         broker_proc.wait_for_line("ready in", Duration::from_secs(30));
         let out = net
             .command(&hub, "tansu")
-            .args(["topic", "create", "fleet", "--broker", &listen, "--partitions", "1"])
+            .args([
+                "topic",
+                "create",
+                "fleet",
+                "--broker",
+                &listen,
+                "--partitions",
+                "1",
+            ])
             .output()
             .expect("create topic");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let peers = (0..NAMES.len())
             .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
             .collect::<Vec<_>>()
@@ -122,16 +140,25 @@ impl Fleet {
     /// Pod `i`'s proxy status, read from the hub.
     fn status(&self, i: usize) -> Option<ConfigStatus> {
         let url = format!("http://{}:{ADMIN}/admin/config/status", self.pods[i].addr);
-        let body = self.net.get(&self.net.hub(), &url, Duration::from_secs(2))?;
+        let body = self
+            .net
+            .get(&self.net.hub(), &url, Duration::from_secs(2))?;
         serde_json::from_str(&body).ok()
     }
 
     /// Pod `i`'s watcher metric (inside its namespace, on loopback).
     fn watcher_metric(&self, i: usize, series: &str) -> Option<f64> {
         let url = format!("http://127.0.0.1:{WATCHER}/metrics");
-        let text = self.net.get(&self.pods[i].ns, &url, Duration::from_secs(2))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+        let text = self
+            .net
+            .get(&self.pods[i].ns, &url, Duration::from_secs(2))?;
+        text.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
     }
 
     /// Publishes `config` on every pod's volume, one right after the other.
@@ -151,7 +178,8 @@ impl Fleet {
     }
 
     fn runs(&self, i: usize, version: &str) -> bool {
-        self.status(i).is_some_and(|s| s.current_config_version == version)
+        self.status(i)
+            .is_some_and(|s| s.current_config_version == version)
     }
 }
 
@@ -170,12 +198,26 @@ fn window(s: &ConfigStatus) -> (u128, u128) {
 /// A producer and consumer on the canary's bootstrap port, run inside the
 /// canary's namespace (the configuration advertises 127.0.0.1).
 fn steady_on(fleet: &Fleet, i: usize) -> python::Steady {
-    python::Steady::start_in(&fleet.pods[i].ns, "127.0.0.1:19092", "fleet", &format!("fleet-{i}"))
+    python::Steady::start_in(
+        &fleet.pods[i].ns,
+        "127.0.0.1:19092",
+        "fleet",
+        &format!("fleet-{i}"),
+    )
 }
 
 #[test]
 fn a_swap_on_every_pod_rolls_out_canary_first_one_pod_at_a_time() {
-    let mut fleet = Fleet::start(&["--stagger", "0s", "--jitter", "0s", "--canary-soak", "1s", "--peer-timeout", "10s"]);
+    let mut fleet = Fleet::start(&[
+        "--stagger",
+        "0s",
+        "--jitter",
+        "0s",
+        "--canary-soak",
+        "1s",
+        "--peer-timeout",
+        "10s",
+    ]);
     let client = steady_on(&fleet, 0);
     let v1 = fleet.swap_all(&config(&broker(), 1));
     fleet.wait("all three pods to run v1", Duration::from_secs(60), |f| {
@@ -185,13 +227,28 @@ fn a_swap_on_every_pod_rolls_out_canary_first_one_pod_at_a_time() {
         .map(|i| window(&fleet.status(i).expect("status")))
         .collect();
     // Slot order is byte order of the names: pod 0 is the canary.
-    assert!(windows[0].1 <= windows[1].0, "canary before slot 1: {windows:?}");
-    assert!(windows[1].1 <= windows[2].0, "slot 1 before slot 2: {windows:?}");
+    assert!(
+        windows[0].1 <= windows[1].0,
+        "canary before slot 1: {windows:?}"
+    );
+    assert!(
+        windows[1].1 <= windows[2].0,
+        "slot 1 before slot 2: {windows:?}"
+    );
     // The soak: slot 1 began at least a second after the canary applied.
-    assert!(windows[1].0 >= windows[0].1 + 1000, "soak respected: {windows:?}");
+    assert!(
+        windows[1].0 >= windows[0].1 + 1000,
+        "soak respected: {windows:?}"
+    );
     for i in 0..3 {
-        assert_eq!(fleet.watcher_metric(i, "sluice_watcher_slot"), Some(i as f64));
-        assert_eq!(fleet.watcher_metric(i, "sluice_watcher_rollout_halted"), Some(0.0));
+        assert_eq!(
+            fleet.watcher_metric(i, "sluice_watcher_slot"),
+            Some(i as f64)
+        );
+        assert_eq!(
+            fleet.watcher_metric(i, "sluice_watcher_rollout_halted"),
+            Some(0.0)
+        );
     }
     let report = client.finish();
     assert_eq!(report["error_count"], 0, "{report}");
@@ -200,50 +257,98 @@ fn a_swap_on_every_pod_rolls_out_canary_first_one_pod_at_a_time() {
 
 #[test]
 fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_clears_it() {
-    let mut fleet = Fleet::start(&["--stagger", "0s", "--jitter", "0s", "--canary-soak", "0s", "--peer-timeout", "10s"]);
+    let mut fleet = Fleet::start(&[
+        "--stagger",
+        "0s",
+        "--jitter",
+        "0s",
+        "--canary-soak",
+        "0s",
+        "--peer-timeout",
+        "10s",
+    ]);
     let before: Vec<ConfigStatus> = (0..3).map(|i| fleet.status(i).expect("status")).collect();
     let client = steady_on(&fleet, 0);
     // The broker's address, a port where nothing listens.
     let bad = fleet.swap_all(&config(&format!("{HUB}:9"), 2));
-    fleet.wait("every watcher to report the halt", Duration::from_secs(60), |f| {
-        (0..3).all(|i| f.watcher_metric(i, "sluice_watcher_rollout_halted") == Some(1.0))
-    });
+    fleet.wait(
+        "every watcher to report the halt",
+        Duration::from_secs(60),
+        |f| (0..3).all(|i| f.watcher_metric(i, "sluice_watcher_rollout_halted") == Some(1.0)),
+    );
     let canary = fleet.status(0).expect("status");
-    let failed = canary.last_failed_version.expect("the canary kept the failure");
+    let failed = canary
+        .last_failed_version
+        .expect("the canary kept the failure");
     assert_eq!(failed.version, bad);
     assert_eq!(failed.stage, FailureStage::UpstreamCheck);
-    assert!(failed.reason.contains("connection refused"), "{}", failed.reason);
-    assert_eq!(canary.current_config_version, before[0].current_config_version);
-    for i in 1..3 {
+    assert!(
+        failed.reason.contains("connection refused"),
+        "{}",
+        failed.reason
+    );
+    assert_eq!(
+        canary.current_config_version,
+        before[0].current_config_version
+    );
+    for (i, was) in before.iter().enumerate().skip(1) {
         let s = fleet.status(i).expect("status");
-        assert_eq!(s.last_reload_attempt, before[i].last_reload_attempt, "pod {i} got no reload");
         assert_eq!(
-            s.last_validation_attempt, before[i].last_validation_attempt,
+            s.last_reload_attempt, was.last_reload_attempt,
+            "pod {i} got no reload"
+        );
+        assert_eq!(
+            s.last_validation_attempt, was.last_validation_attempt,
             "pod {i} got no validate"
         );
     }
     let report = client.finish();
-    assert_eq!(report["error_count"], 0, "the canary's clients never noticed: {report}");
+    assert_eq!(
+        report["error_count"], 0,
+        "the canary's clients never noticed: {report}"
+    );
     // A newer valid version rolls out through all three and clears the halt.
     let good = fleet.swap_all(&config(&broker(), 3));
     fleet.wait("all three to run the fix", Duration::from_secs(60), |f| {
         (0..3).all(|i| f.runs(i, &good))
     });
     for i in 0..3 {
-        assert_eq!(fleet.watcher_metric(i, "sluice_watcher_rollout_halted"), Some(0.0));
+        assert_eq!(
+            fleet.watcher_metric(i, "sluice_watcher_rollout_halted"),
+            Some(0.0)
+        );
     }
 }
 
 #[test]
 fn a_peer_killed_mid_rollout_is_left_out_after_the_peer_timeout() {
-    let mut fleet = Fleet::start(&["--stagger", "0s", "--jitter", "0s", "--canary-soak", "0s", "--peer-timeout", "3s"]);
+    let mut fleet = Fleet::start(&[
+        "--stagger",
+        "0s",
+        "--jitter",
+        "0s",
+        "--canary-soak",
+        "0s",
+        "--peer-timeout",
+        "3s",
+    ]);
     // Slot 1 dies (its proxy and its watcher) before the swap.
     fleet.pods[1].watcher = None;
     fleet.pods[1].proxy.stop("KILL", Duration::from_secs(5));
     let v = fleet.swap_all(&config(&broker(), 4));
-    fleet.wait("slot 2 to apply without slot 1", Duration::from_secs(60), |f| {
-        f.runs(0, &v) && f.runs(2, &v)
-    });
-    assert!(fleet.watcher_metric(2, "sluice_watcher_peers_left_out_total").unwrap_or(0.0) >= 1.0);
-    assert_eq!(fleet.watcher_metric(2, "sluice_watcher_rollout_halted"), Some(0.0));
+    fleet.wait(
+        "slot 2 to apply without slot 1",
+        Duration::from_secs(60),
+        |f| f.runs(0, &v) && f.runs(2, &v),
+    );
+    assert!(
+        fleet
+            .watcher_metric(2, "sluice_watcher_peers_left_out_total")
+            .unwrap_or(0.0)
+            >= 1.0
+    );
+    assert_eq!(
+        fleet.watcher_metric(2, "sluice_watcher_rollout_halted"),
+        Some(0.0)
+    );
 }

@@ -236,7 +236,12 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
             .output()
             .unwrap();
         let watcher_help = String::from_utf8_lossy(&watcher_help.stdout).into_owned();
-        for f in ["--peers-dns", "--canary-soak", "--peer-timeout", "--stagger"] {
+        for f in [
+            "--peers-dns",
+            "--canary-soak",
+            "--peer-timeout",
+            "--stagger",
+        ] {
             assert!(flag(watcher, f).is_some(), "{name}: the watcher has no {f}");
             assert!(watcher_help.contains(f), "sluice-watcher has no {f}");
         }
@@ -261,11 +266,16 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
                     from.iter().any(|f| {
                         f["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "sluice-proxy"
                     })
-                }) && rule["ports"]
-                    .as_array()
-                    .is_some_and(|ps| ps.iter().any(|p| p["port"].to_string() == port))
+                }) && rule["ports"].as_array().is_some_and(|ps| {
+                    ps.iter().any(|p| {
+                        p["port"].as_u64().map(|n| n.to_string()).as_deref() == Some(port.as_str())
+                    })
+                })
             });
-        assert!(admits_peers, "{name}: the proxy pods may not read each other's status");
+        assert!(
+            admits_peers,
+            "{name}: the proxy pods may not read each other's status"
+        );
 
         // The webhook reads the key the ConfigMap has, and its flags exist.
         assert_eq!(flag(webhook, "--config-key").unwrap(), "proxy.yaml");

@@ -62,7 +62,10 @@ pub async fn statuses(
         let client = ProxyClient::new(&url, peers.token.clone());
         async move {
             let status = match client {
-                Ok(c) => tokio::time::timeout(timeout, c.status()).await.ok().and_then(Result::ok),
+                Ok(c) => tokio::time::timeout(timeout, c.status())
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
                 Err(_) => None,
             };
             (url, status)
@@ -147,7 +150,9 @@ impl Peers {
                             },
                         );
                     }
-                    Err(e) => tracing::warn!(peer = %url, error = %e, "cannot make a client for a peer"),
+                    Err(e) => {
+                        tracing::warn!(peer = %url, error = %e, "cannot make a client for a peer")
+                    }
                 }
             }
         }

@@ -8,8 +8,8 @@ use tokio::sync::watch;
 use super::gate::{self, Decision};
 use super::peers::{PeerSource, Peers};
 use crate::client::ProxyClient;
-use crate::metrics::Metrics;
 use crate::heartbeat::Heartbeat;
+use crate::metrics::Metrics;
 use crate::schedule;
 use crate::volume::Content;
 
@@ -102,10 +102,14 @@ impl Rollout {
             let reason = match self.decide(own, metrics, &content.digest).await {
                 Ok((Decision::Done | Decision::Apply, slot)) => {
                     if slot > 0 {
-                        let delay = stagger
-                            + jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
+                        let delay =
+                            stagger + jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
                         if !delay.is_zero() {
-                            tracing::info!(slot, delay_ms = delay.as_millis() as u64, "gate open; waiting the stagger");
+                            tracing::info!(
+                                slot,
+                                delay_ms = delay.as_millis() as u64,
+                                "gate open; waiting the stagger"
+                            );
                             tokio::select! {
                                 () = tokio::time::sleep(delay) => {}
                                 _ = rx.changed() => return GateResult::Superseded(rx.borrow_and_update().clone()),
@@ -153,20 +157,28 @@ impl Rollout {
     ) -> Result<(Decision, u64), String> {
         let me = match own.status().await {
             Ok(s) if !s.instance.is_empty() => s.instance,
-            Ok(_) => return Err("this pod's proxy reports no instance name (run --instance)".to_owned()),
+            Ok(_) => {
+                return Err("this pod's proxy reports no instance name (run --instance)".to_owned());
+            }
             Err(e) => return Err(format!("this pod's proxy: {e}")),
         };
         self.me = Some(me.clone());
         let timeout = self.settings.gate.peer_timeout;
-        let view = self.peers.poll(&me, timeout).await.map_err(|e| e.to_string())?;
+        let view = self
+            .peers
+            .poll(&me, timeout)
+            .await
+            .map_err(|e| e.to_string())?;
         for peer in &view.newly_silent {
             metrics.fleet.left_out(peer);
         }
         let now = Instant::now();
         let silent = view.peers.iter().filter(|p| p.silent(now, timeout)).count();
-        metrics
-            .fleet
-            .view(self.settings.slot_override.unwrap_or(view.slot), view.peers.len() - silent, silent);
+        metrics.fleet.view(
+            self.settings.slot_override.unwrap_or(view.slot),
+            view.peers.len() - silent,
+            silent,
+        );
         let slot = self.settings.slot_override.unwrap_or(view.slot);
         let decision = gate::decide(slot, version, &view.peers, now, &self.settings.gate);
         Ok((decision, slot))

@@ -148,7 +148,9 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                 failed: s
                     .last_failed_version
                     .as_ref()
-                    .filter(|f| f.version != s.current_config_version && f.timestamp >= s.applied_at)
+                    .filter(|f| {
+                        f.version != s.current_config_version && f.timestamp >= s.applied_at
+                    })
                     .map(|f| format!("{}: {}", short(&f.version), f.reason)),
                 url,
                 answered: true,
@@ -219,7 +221,10 @@ mod tests {
         let v = view(vec![
             ("http://b".into(), Some(status("pod-b", "sha256:old", None))),
             ("http://c".into(), None),
-            ("http://a".into(), Some(status("pod-a", "sha256:old", Some("sha256:new")))),
+            (
+                "http://a".into(),
+                Some(status("pod-a", "sha256:old", Some("sha256:new"))),
+            ),
         ]);
         let order: Vec<_> = v.pods.iter().map(|p| p.url.as_str()).collect();
         assert_eq!(order, ["http://a", "http://b", "http://c"]);

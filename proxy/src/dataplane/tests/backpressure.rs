@@ -95,7 +95,12 @@ async fn large_answers_of_its_own_are_bounded_in_bytes() {
     let (client, mut upstream) = rig.connection().await;
     let (_from_proxy, mut to_proxy) = client.into_split();
     to_proxy
-        .write_all(&request(ApiKey::ApiVersions, 3, 0, &ApiVersionsRequest::default()))
+        .write_all(&request(
+            ApiKey::ApiVersions,
+            3,
+            0,
+            &ApiVersionsRequest::default(),
+        ))
         .await
         .unwrap();
     read_frame(&mut upstream).await;

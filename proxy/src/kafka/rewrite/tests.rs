@@ -111,5 +111,9 @@ fn an_empty_node_endpoints_tag_leaves_the_frame_as_it_came() {
     let tagged = Bytes::from(tagged);
     let out = rewrite_response(&tagged, &request(ApiKey::Fetch, 16), &advertised()).unwrap();
     assert!(!out.changed);
-    assert_eq!(out.frame.as_ptr(), tagged.as_ptr(), "the same bytes, not a copy");
+    assert_eq!(
+        out.frame.as_ptr(),
+        tagged.as_ptr(),
+        "the same bytes, not a copy"
+    );
 }
