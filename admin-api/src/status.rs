@@ -97,8 +97,14 @@ pub struct ReloadAttempt {
     pub requested_version: String,
     /// How long it took, in milliseconds.
     pub duration_ms: u64,
-    /// Clusters it added, modified or removed, when applied.
+    /// Clusters it modified (drained and restarted), when applied.
     pub clusters_modified: Vec<String>,
+    /// Clusters it added, when applied.
+    #[serde(default)]
+    pub clusters_added: Vec<String>,
+    /// Clusters it removed, when applied.
+    #[serde(default)]
+    pub clusters_removed: Vec<String>,
     /// Why it did not apply.
     pub error: Option<String>,
 }
@@ -167,7 +173,7 @@ mod tests {
         let s: ConfigStatus = roundtrip(
             r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
                 "lastReloadAttempt": {"timestamp": "2025-01-02T03:04:05.000Z", "status": "precondition_failed",
-                    "requestedVersion": "sha256:cd", "durationMs": 3, "clustersModified": [],
+                    "requestedVersion": "sha256:cd", "durationMs": 3, "clustersModified": [], "clustersAdded": [], "clustersRemoved": [],
                     "error": "If-Match does not match the version in force (sha256:ab)"},
                 "lastValidationAttempt": {"timestamp": "2025-01-02T03:04:04.000Z", "status": "valid",
                     "requestedVersion": "sha256:cd", "errors": 0},
@@ -187,7 +193,8 @@ mod tests {
         );
         let applied: ReloadAttempt = roundtrip(
             r#"{"timestamp": "t", "status": "applied", "requestedVersion": "sha256:cd",
-                "durationMs": 40, "clustersModified": ["a", "b"], "error": null}"#,
+                "durationMs": 40, "clustersModified": ["a"], "clustersAdded": ["b"], "clustersRemoved": [],
+                "error": null}"#,
         );
         assert_eq!(applied.status, ReloadStatus::Applied);
     }

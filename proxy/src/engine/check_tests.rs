@@ -1,7 +1,8 @@
 //! The upstream check inside a reload, in-process: a changed upstream where
 //! nothing listens fails the reload with nothing changed and is kept in
 //! status as the last failed version; `checkOnReload: false` skips it; a
-//! change that leaves the upstream alone is not checked.
+//! change that leaves the upstream alone is not checked. Status tells added,
+//! modified and removed clusters apart.
 
 use std::sync::Arc;
 
@@ -96,4 +97,39 @@ async fn check_on_reload_false_skips_the_check_and_an_untouched_upstream_is_not_
         ReloadOutcome::Applied { .. }
     ));
     assert!(engine.status().last_failed_version.is_none());
+}
+
+#[tokio::test]
+async fn status_tells_added_modified_and_removed_clusters_apart() {
+    let (a, b) = (ports(), ports());
+    let one = config(
+        a,
+        "{ bootstrapServers: [127.0.0.1:9], checkOnReload: false }",
+    );
+    let engine = start(&one);
+    let two = format!(
+        "{one}  - name: b\n    upstream: {{ bootstrapServers: [127.0.0.1:9], checkOnReload: false }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {b}, brokerPorts: {{ start: {}, count: 1 }} }}\n",
+        b + 1
+    );
+    assert!(matches!(
+        engine.reload(two.as_bytes(), None),
+        ReloadOutcome::Applied { .. }
+    ));
+    let attempt = engine.status().last_reload_attempt.expect("recorded");
+    assert_eq!(attempt.clusters_added, ["b"]);
+    assert!(attempt.clusters_modified.is_empty(), "{attempt:?}");
+    let moved = two.replacen(
+        "advertisedHost: localhost",
+        "advertisedHost: proxy.local",
+        1,
+    );
+    let only_b = moved.split("  - name: b").next().unwrap().to_owned();
+    assert!(matches!(
+        engine.reload(only_b.as_bytes(), None),
+        ReloadOutcome::Applied { .. }
+    ));
+    let attempt = engine.status().last_reload_attempt.expect("recorded");
+    assert_eq!(attempt.clusters_modified, ["a"]);
+    assert_eq!(attempt.clusters_removed, ["b"]);
+    assert!(attempt.clusters_added.is_empty());
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sluice_admin_api::{FailureStage, UpstreamCheckFailure};
 
+use super::status::Touched;
 use super::{Engine, check, prepare};
 use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ProxyConfig, diff, validate};
 use crate::events::ReloadResult;
@@ -276,34 +277,34 @@ impl Engine {
         let version = requested.to_string();
         let (result, modified, error) = match outcome {
             ReloadOutcome::Applied { changes, .. } => {
-                let touched: Vec<String> = changes
-                    .added
-                    .iter()
-                    .chain(changes.modified.iter().map(|m| &m.name))
-                    .chain(&changes.removed)
-                    .cloned()
-                    .collect();
+                let touched = Touched {
+                    added: changes.added.clone(),
+                    modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
+                    removed: changes.removed.clone(),
+                };
                 (ReloadResult::Applied, touched, None)
             }
-            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Vec::new(), None),
+            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Touched::default(), None),
             ReloadOutcome::Rejected { errors, .. } => (
                 ReloadResult::Rejected,
-                Vec::new(),
+                Touched::default(),
                 Some(format!("configuration invalid: {} errors", errors.len())),
             ),
             ReloadOutcome::PreconditionFailed { current } => (
                 ReloadResult::PreconditionFailed,
-                Vec::new(),
+                Touched::default(),
                 Some(format!(
                     "If-Match does not match the version in force ({current})"
                 )),
             ),
-            ReloadOutcome::Failed { reason, .. } => {
-                (ReloadResult::Failed, Vec::new(), Some(reason.clone()))
-            }
+            ReloadOutcome::Failed { reason, .. } => (
+                ReloadResult::Failed,
+                Touched::default(),
+                Some(reason.clone()),
+            ),
             ReloadOutcome::Busy { .. } => (
                 ReloadResult::Conflict,
-                Vec::new(),
+                Touched::default(),
                 Some("another reload is in progress".to_owned()),
             ),
         };

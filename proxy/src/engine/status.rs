@@ -13,6 +13,14 @@ use super::{Engine, Generation, rfc3339};
 use crate::events::ReloadResult;
 use crate::lifecycle::State;
 
+/// The clusters an applied reload added, modified and removed, apart.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Touched {
+    pub(super) added: Vec<String>,
+    pub(super) modified: Vec<String>,
+    pub(super) removed: Vec<String>,
+}
+
 /// The last reload and validation attempts.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Attempts {
@@ -106,7 +114,7 @@ impl Engine {
         result: ReloadResult,
         requested_version: String,
         took: Duration,
-        clusters_modified: Vec<String>,
+        touched: Touched,
         error: Option<String>,
     ) {
         self.attempts().reload = Some(ReloadAttempt {
@@ -114,7 +122,9 @@ impl Engine {
             status: wire_result(result),
             requested_version,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            clusters_modified,
+            clusters_modified: touched.modified,
+            clusters_added: touched.added,
+            clusters_removed: touched.removed,
             error,
         });
     }

@@ -302,6 +302,32 @@ fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_cle
             "pod {i} got no validate"
         );
     }
+    // `sluice-watcher fleet` shows it: exit status 1, the canary's failure.
+    let peers = (0..NAMES.len())
+        .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = fleet
+        .net
+        .command(&fleet.net.hub(), bin("sluice-watcher"))
+        .args(["fleet", "--peers", &peers, "--format", "json"])
+        .output()
+        .expect("sluice-watcher fleet");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a halted rollout is exit status 1"
+    );
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(view["halted"], true);
+    assert_eq!(view["pods"][0]["instance"], NAMES[0]);
+    assert!(
+        view["pods"][0]["failed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("connection refused"),
+        "{view}"
+    );
     let report = client.finish();
     assert_eq!(
         report["error_count"], 0,
@@ -332,20 +358,37 @@ fn a_peer_killed_mid_rollout_is_left_out_after_the_peer_timeout() {
         "--peer-timeout",
         "3s",
     ]);
-    // Slot 1 dies (its proxy and its watcher) before the swap.
+    // A first rollout, with every pod up: every watcher knows every peer.
+    let v1 = fleet.swap_all(&config(&broker(), 4));
+    fleet.wait("all three to run v1", Duration::from_secs(60), |f| {
+        (0..3).all(|i| f.runs(i, &v1))
+    });
+    // Slot 1 dies (its proxy and its watcher); then the next version.
     fleet.pods[1].watcher = None;
     fleet.pods[1].proxy.stop("KILL", Duration::from_secs(5));
-    let v = fleet.swap_all(&config(&broker(), 4));
+    let v2 = fleet.swap_all(&config(&broker(), 5));
     fleet.wait(
         "slot 2 to apply without slot 1",
         Duration::from_secs(60),
-        |f| f.runs(0, &v) && f.runs(2, &v),
+        |f| f.runs(0, &v2) && f.runs(2, &v2),
+    );
+    // Slot 2 held for slot 1 (which still said v1) until it was silent for
+    // the peer timeout, then left it out.
+    let canary = window(&fleet.status(0).expect("status"));
+    let last = window(&fleet.status(2).expect("status"));
+    assert!(
+        last.0 >= canary.1 + 2_500,
+        "slot 2 waited out the peer timeout: {canary:?} {last:?}"
     );
     assert!(
         fleet
             .watcher_metric(2, "sluice_watcher_peers_left_out_total")
             .unwrap_or(0.0)
             >= 1.0
+    );
+    assert_eq!(
+        fleet.watcher_metric(2, "sluice_watcher_peers{state=\"silent\"}"),
+        Some(1.0)
     );
     assert_eq!(
         fleet.watcher_metric(2, "sluice_watcher_rollout_halted"),

@@ -42,6 +42,17 @@ fn rss(proxy: &mut Proxy) -> u64 {
     proxy.process().rss_kib() * 1024
 }
 
+/// The most RSS the proxy ever had (`VmHWM`).
+fn peak_rss(proxy: &Proxy) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
 fn frame<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
     let mut header = RequestHeader::default();
     header.request_api_key = api as i16;
@@ -270,8 +281,9 @@ fn consumers_that_caught_up_and_idle_leave_the_proxy_as_small_as_before() {
     }
     debug_dump(&proxy);
     eprintln!(
-        "memory: {CONSUMERS} consumers read {MB} MB each; proxy RSS {} MiB before, {} MiB as they finished, {} MiB idle",
+        "memory: {CONSUMERS} consumers read {MB} MB each; proxy RSS {} MiB before, {} MiB at most, {} MiB as they finished, {} MiB idle",
         before / MIB,
+        peak_rss(&proxy) / MIB,
         busy / MIB,
         idle / MIB
     );

@@ -30,10 +30,12 @@ pub struct Peer {
     pub instance: String,
     /// Its slot (its instance's rank among all peers).
     pub slot: u64,
-    /// When its status was last read; `None` if it never answered.
-    pub last_answer: Option<Instant>,
-    /// Since when this watcher has been asking it.
-    pub asked_since: Instant,
+    /// When its status (below) was read; `None` if it never answered.
+    pub read_at: Option<Instant>,
+    /// Since when it has not answered (from the first unanswered call after
+    /// its last answer, or since this watcher first asked it); `None` while
+    /// it answers.
+    pub silent_since: Option<Instant>,
     /// Its last status, if it ever answered.
     pub status: Option<PeerStatus>,
 }
@@ -78,14 +80,14 @@ impl Peer {
     /// peer that never answered counts from when this watcher first asked: it
     /// may be starting, and holds the gate until then.
     pub fn silent(&self, now: Instant, timeout: Duration) -> bool {
-        let since = self.last_answer.unwrap_or(self.asked_since);
-        now.saturating_duration_since(since) >= timeout
+        self.silent_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= timeout)
     }
 
     /// How long it has run its version by `now`, counting the time since its
     /// status was read.
     fn running_for(&self, now: Instant) -> Duration {
-        let (Some(status), Some(at)) = (&self.status, self.last_answer) else {
+        let (Some(status), Some(at)) = (&self.status, self.read_at) else {
             return Duration::ZERO;
         };
         status.running_for + now.saturating_duration_since(at)

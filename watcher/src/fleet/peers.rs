@@ -78,8 +78,10 @@ pub async fn statuses(
 #[derive(Debug)]
 struct Known {
     client: ProxyClient,
-    asked_since: Instant,
+    /// When its last answer came.
     last_answer: Option<Instant>,
+    /// Since when it has not answered (see `gate::Peer::silent_since`).
+    silent_since: Option<Instant>,
     status: Option<ConfigStatus>,
     /// Whether its silence was already reported (once per silence).
     reported_silent: bool,
@@ -143,8 +145,8 @@ impl Peers {
                             url,
                             Known {
                                 client,
-                                asked_since: now,
                                 last_answer: None,
+                                silent_since: Some(now),
                                 status: None,
                                 reported_silent: false,
                             },
@@ -171,11 +173,13 @@ impl Peers {
                         tracing::info!(peer = %url, instance = %status.instance, "peer answers again");
                     }
                     known.last_answer = Some(answered_at);
+                    known.silent_since = None;
                     known.status = Some(status);
                     known.reported_silent = false;
                 }
                 _ => {
-                    let since = known.last_answer.unwrap_or(known.asked_since);
+                    // Silent from the first call it did not answer.
+                    let since = *known.silent_since.get_or_insert(now);
                     if !known.reported_silent && answered_at.duration_since(since) >= peer_timeout {
                         known.reported_silent = true;
                         newly_silent.push(url.clone());
@@ -212,8 +216,8 @@ impl Peers {
             peers.push(Peer {
                 instance: (*name).to_owned(),
                 slot: ranked(name)?,
-                last_answer: k.last_answer,
-                asked_since: k.asked_since,
+                read_at: k.last_answer,
+                silent_since: k.silent_since,
                 status: k.status.as_ref().map(gate_status),
             });
         }
@@ -224,8 +228,8 @@ impl Peers {
             peers.push(Peer {
                 instance: format!("{} (not answering)", k.client.base()),
                 slot: next.saturating_add(u64::try_from(i).unwrap_or(0)),
-                last_answer: k.last_answer,
-                asked_since: k.asked_since,
+                read_at: k.last_answer,
+                silent_since: k.silent_since,
                 status: None,
             });
         }

@@ -20,8 +20,8 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
     Peer {
         instance: format!("pod-{slot}"),
         slot,
-        last_answer: Some(at),
-        asked_since: now - Duration::from_secs(600),
+        read_at: Some(at),
+        silent_since: None,
         status: Some(PeerStatus {
             version: version.to_owned(),
             running_for: Duration::from_secs(ran),
@@ -137,14 +137,14 @@ fn unready_or_a_newly_failed_cluster_within_the_soak_halts_and_after_it_does_not
 fn a_silent_peer_is_left_out_after_the_peer_timeout() {
     let now = Instant::now();
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
-    // The canary last answered 20 s ago: still in the gate.
-    peers[0].last_answer = Some(now - Duration::from_secs(20));
+    // The canary has not answered for 20 s: still in the gate.
+    peers[0].silent_since = Some(now - Duration::from_secs(20));
     assert!(matches!(
         decide(1, V, &peers, now, &settings()),
         Decision::Wait(_)
     ));
     // 31 s: left out; slot 1 is the lowest live slot and applies.
-    peers[0].last_answer = Some(now - Duration::from_secs(31));
+    peers[0].silent_since = Some(now - Duration::from_secs(31));
     assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
     // Slot 2 then waits for slot 1, the new canary, and its soak.
     assert_eq!(
@@ -153,14 +153,14 @@ fn a_silent_peer_is_left_out_after_the_peer_timeout() {
     );
     // A peer that never answered is left out once asked for the timeout.
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
-    peers[0].last_answer = None;
+    peers[0].read_at = None;
     peers[0].status = None;
-    peers[0].asked_since = now - Duration::from_secs(5);
+    peers[0].silent_since = Some(now - Duration::from_secs(5));
     assert!(matches!(
         decide(1, V, &peers, now, &settings()),
         Decision::Wait(_)
     ));
-    peers[0].asked_since = now - Duration::from_secs(31);
+    peers[0].silent_since = Some(now - Duration::from_secs(31));
     assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
 }
 
@@ -169,6 +169,6 @@ fn a_silent_peers_old_failure_does_not_halt() {
     let now = Instant::now();
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().failed = Some((V.into(), "x".into()));
-    peers[0].last_answer = Some(now - Duration::from_secs(40));
+    peers[0].silent_since = Some(now - Duration::from_secs(40));
     assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
 }
