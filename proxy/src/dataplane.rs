@@ -6,13 +6,11 @@
 //!   [`requests`] and [`responses`]
 //! - [`buffer`]: how a direction holds bytes (a chunk while busy, none idle)
 //! - [`block`]: frames held whole, in memory that goes back to the OS
-//! - [`budget`]: the process-wide cap on buffered bytes
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`tls`]: rustls configurations from validated material
 
 mod block;
-pub(crate) mod budget;
 mod buffer;
 pub(crate) mod check;
 pub(crate) mod cluster;

@@ -4,6 +4,7 @@
 //! - [`kafka`]: framing, address rewriting, ApiVersions capping, error responses
 //! - [`dataplane`]: listeners, connections and upstream access
 //! - [`metrics`]: the Prometheus registry
+//! - `budget`: the process-wide budget of buffered bytes
 //! - [`lifecycle`]: the pure state machine of a cluster generation
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
@@ -17,6 +18,7 @@
 pub use sluice_config as config;
 
 pub mod admin;
+mod budget;
 pub mod cli;
 mod dataplane;
 pub mod engine;

@@ -13,8 +13,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::budget::Budget;
 use crate::config::model::DEFAULT_MAX_BUFFERED_BYTES;
-use crate::dataplane::budget::Budget;
 
 /// `cluster` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -179,6 +179,13 @@ impl Metrics {
     /// the next start.
     pub fn configure_buffers_at_start(&self, max_buffered_bytes: u64) {
         self.budget.configure_at_start(max_buffered_bytes);
+    }
+
+    /// Applies a reloaded `limits.maxBufferedBytes` at once: a higher limit
+    /// wakes paused readers, a lower one pauses reads until usage falls
+    /// below it.
+    pub fn set_buffer_limit(&self, max_buffered_bytes: u64) {
+        self.budget.set_limit(max_buffered_bytes);
     }
 
     /// The process-wide budget of buffered bytes.

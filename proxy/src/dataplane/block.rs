@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use memmap2::MmapMut;
 
-use super::budget::Charge;
+use crate::budget::Charge;
 
 /// Blocks this big or bigger are mapped, not taken from the heap
 /// (glibc's initial mapping threshold).
@@ -133,7 +133,7 @@ mod tests {
     use prometheus_client::metrics::gauge::Gauge;
 
     use super::*;
-    use crate::dataplane::budget::Budget;
+    use crate::budget::Budget;
 
     #[tokio::test]
     async fn a_block_is_paid_for_until_its_last_slice_goes() {

@@ -19,8 +19,8 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::block::{Block, charged};
-use super::budget::{Budget, Charge};
 use super::connection::{ConnError, FrameClock};
+use crate::budget::{Budget, Charge};
 
 /// How much a busy direction reads at a time, and so holds.
 pub(super) const CHUNK: usize = 64 * 1024;

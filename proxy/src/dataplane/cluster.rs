@@ -12,8 +12,8 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::budget::Budget;
 use super::tls::{self, TlsError};
+use crate::budget::Budget;
 use crate::config::model::VirtualCluster;
 use crate::config::types::HostPort;
 use crate::filter::Filter;

@@ -239,6 +239,9 @@ impl Engine {
         }
         let released = prepare::release_unused(&mut inner);
         let old_version = std::mem::replace(&mut inner.config, new.clone()).version;
+        // Proxy-wide limits apply at once, without a restart.
+        self.metrics
+            .set_buffer_limit(new.config.limits.max_buffered_bytes);
         inner.applied_at = SystemTime::now();
         drop(inner);
         // Reply only once removed ports are free, so that whoever reloads

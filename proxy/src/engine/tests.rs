@@ -115,3 +115,29 @@ async fn only_applied_reloads_are_persisted_and_a_restart_stays_required() {
     assert_eq!(persisted.lock().unwrap().len(), 2);
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_reload_applies_max_buffered_bytes_at_once() {
+    let port = free_ports();
+    let engine = start(&config(port, "127.0.0.1:1", "localhost"));
+    let limit = |e: &Engine| {
+        e.metrics().encode().lines().find_map(|l| {
+            l.strip_prefix("sluice_buffered_bytes_limit ")?
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    assert_eq!(limit(&engine), Some(268_435_456));
+    let smaller = format!(
+        "limits: {{ maxBufferedBytes: 2097152 }}\n{}",
+        config(port, "127.0.0.1:1", "localhost")
+    );
+    let ReloadOutcome::Applied { changes, .. } = engine.reload(smaller.as_bytes(), None) else {
+        panic!("applied");
+    };
+    assert!(
+        changes.modified.is_empty(),
+        "no cluster restarts: {changes:?}"
+    );
+    assert_eq!(limit(&engine), Some(2_097_152));
+}
