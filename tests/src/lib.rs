@@ -10,11 +10,13 @@
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
+//! - [`fleet`]: three pods in network namespaces (the rollout tests and bench)
 //!
 //! The end-to-end tests themselves are one binary, `tests/e2e`, with a
 //! module per concept.
 
 pub mod config;
+pub mod fleet;
 pub mod kafka;
 pub mod manifests;
 pub mod peers;

@@ -293,7 +293,12 @@ pub async fn run(
                 );
                 event(events, Kind::Warning, "ConfigFailed", message);
                 if let Some(rollout) = &mut rollout {
-                    rollout.failed_here(&metrics, &content.digest, &reason);
+                    // Only a failure the proxy itself recorded for this version
+                    // (its upstream check, its prepare) halts the rollout; a
+                    // proxy that was unreachable until the deadline does not.
+                    rollout
+                        .failed_here_if_recorded(&client, &metrics, &content.digest, &reason)
+                        .await;
                 }
             }
             Outcome::Superseded => {

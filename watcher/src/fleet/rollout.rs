@@ -149,6 +149,26 @@ impl Rollout {
         self.halted = Some(version.to_owned());
     }
 
+    /// Like [`Rollout::failed_here`], when this pod's proxy recorded `version`
+    /// as its last failed version.
+    pub async fn failed_here_if_recorded(
+        &mut self,
+        own: &ProxyClient,
+        metrics: &Metrics,
+        version: &str,
+        cause: &str,
+    ) {
+        let recorded = own
+            .status()
+            .await
+            .ok()
+            .and_then(|s| s.last_failed_version)
+            .is_some_and(|f| f.version == version);
+        if recorded {
+            self.failed_here(metrics, version, cause);
+        }
+    }
+
     async fn decide(
         &mut self,
         own: &ProxyClient,

@@ -4,8 +4,8 @@
 
 use sluice_tests::peers::MockCluster;
 
-use crate::record::Row;
 use crate::rig::{Path, Rig, cpu_seconds, load};
+use sluice_tools::record::Row;
 
 const SECTION: &str = "broker choice";
 

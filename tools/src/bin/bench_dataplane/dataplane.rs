@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use crate::record::{Row, Target};
 use crate::rig::{Path, Rig, cpu_seconds, load};
+use sluice_tools::record::{Row, Target};
 
 /// How much to measure.
 #[derive(Debug, Clone, Copy)]

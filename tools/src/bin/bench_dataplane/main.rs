@@ -10,7 +10,6 @@
 
 mod broker;
 mod dataplane;
-mod record;
 mod reload;
 mod rig;
 

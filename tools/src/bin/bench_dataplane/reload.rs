@@ -9,8 +9,8 @@ use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::config;
 
-use crate::record::{Row, Target};
 use crate::rig::{Held, Path, Rig};
+use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "reload";
 const CLUSTERS: u16 = 1000;

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 /// The median, lowest and highest of some repetitions.
-pub(crate) fn summary(values: &[f64]) -> (f64, f64, f64) {
+pub fn summary(values: &[f64]) -> (f64, f64, f64) {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return (f64::NAN, f64::NAN, f64::NAN);
@@ -22,7 +22,7 @@ pub(crate) fn summary(values: &[f64]) -> (f64, f64, f64) {
 
 /// What a figure must reach.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Target {
+pub enum Target {
     /// The ratio to the baseline is at least this.
     RatioAtLeast(f64),
     /// The ratio to the baseline is at most this.
@@ -33,7 +33,7 @@ pub(crate) enum Target {
 
 /// One figure: its repetitions, and optionally a baseline's.
 #[derive(Debug)]
-pub(crate) struct Row {
+pub struct Row {
     section: &'static str,
     case: String,
     unit: &'static str,
@@ -45,7 +45,7 @@ pub(crate) struct Row {
 
 impl Row {
     /// A figure in `unit` with one value per repetition.
-    pub(crate) fn new(
+    pub fn new(
         section: &'static str,
         case: impl Into<String>,
         unit: &'static str,
@@ -64,25 +64,25 @@ impl Row {
 
     /// The baseline, one value per repetition, paired with this figure's
     /// (the ratio is the median of the per-repetition ratios).
-    pub(crate) fn baseline(mut self, name: impl Into<String>, values: Vec<f64>) -> Row {
+    pub fn baseline(mut self, name: impl Into<String>, values: Vec<f64>) -> Row {
         self.baseline = Some((name.into(), values));
         self
     }
 
     /// The target, and how to say it.
-    pub(crate) fn target(mut self, target: Target, text: impl Into<String>) -> Row {
+    pub fn target(mut self, target: Target, text: impl Into<String>) -> Row {
         self.target = Some((target, text.into()));
         self
     }
 
     /// A remark printed with the figure.
-    pub(crate) fn note(mut self, note: impl Into<String>) -> Row {
+    pub fn note(mut self, note: impl Into<String>) -> Row {
         self.note = Some(note.into());
         self
     }
 
     /// Prints the figure (JSON on stdout, text on stderr).
-    pub(crate) fn emit(self) {
+    pub fn emit(self) {
         let (median, lo, hi) = summary(&self.values);
         let mut record = json!({
             "section": self.section,

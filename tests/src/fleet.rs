@@ -1,0 +1,224 @@
+//! A fleet of three "pods" for the fleet-rollout tests and benchmark: each a
+//! network namespace of the caller's own (see `sluice_testkit::netns`) with
+//! the same configuration bytes (`listenHost: 0.0.0.0`, the same ports), its
+//! own ConfigMap-style volume, its own `sluice-proxy` and `sluice-watcher`;
+//! a hub namespace holds the bridge, the broker (tansu) and the driver's
+//! requests. Nothing touches the machine's own namespace. Needs root.
+
+use std::time::{Duration, Instant};
+
+use sluice_admin_api::ConfigStatus;
+use sluice_testkit::bin;
+use sluice_testkit::netns::{HUB, Net};
+use sluice_testkit::process::Proc;
+use sluice_testkit::volume::Volume;
+
+/// Every proxy's admin port.
+pub const ADMIN: u16 = 9190;
+/// Every watcher's metrics port (on its pod's loopback).
+pub const WATCHER: u16 = 9192;
+/// The broker's port in the hub.
+pub const BROKER: u16 = 9092;
+const TOKEN: &str = "fleet-test-token";
+
+/// Deployment-style pod names: the canary is the first in byte order.
+pub const NAMES: [&str; 3] = [
+    "sluice-proxy-7c9d8f6b5-b8kqz",
+    "sluice-proxy-7c9d8f6b5-m2x9p",
+    "sluice-proxy-7c9d8f6b5-x2kfp",
+];
+
+/// The configuration every pod gets: one cluster in front of `upstream`;
+/// `marker` makes each version distinct.
+pub fn config(upstream: &str, marker: u32) -> String {
+    format!(
+        "# version {marker}\nadmin: {{ listen: 0.0.0.0:{ADMIN}, tokenFile: token }}\ndrainTimeout: 2s\nvirtualClusters:\n  - name: orders\n    upstream: {{ bootstrapServers: [\"{upstream}\"], checkTimeout: 3s }}\n    gateway: {{ listenHost: 0.0.0.0, advertisedHost: 127.0.0.1, bootstrapPort: 19092, brokerPorts: {{ start: 19093, count: 1, firstNodeId: 111 }} }}\n"
+    )
+}
+
+/// The broker's address.
+pub fn broker() -> String {
+    format!("{HUB}:{BROKER}")
+}
+
+/// One pod.
+#[derive(Debug)]
+pub struct Pod {
+    /// Its namespace.
+    pub ns: String,
+    /// Its address.
+    pub addr: std::net::Ipv4Addr,
+    /// Its configuration volume.
+    pub volume: Volume,
+    /// Its proxy.
+    pub proxy: Proc,
+    /// Its watcher (`None` once killed).
+    pub watcher: Option<Proc>,
+    _dir: tempfile::TempDir,
+}
+
+/// The pods, the broker and the namespaces.
+#[derive(Debug)]
+pub struct Fleet {
+    /// The pods, canary first.
+    pub pods: Vec<Pod>,
+    _broker: Proc,
+    /// The namespaces.
+    pub net: Net,
+}
+
+impl Fleet {
+    /// Starts the broker and every pod; the watchers know their peers and
+    /// get `watcher_flags` too.
+    pub fn start(watcher_flags: &[&str]) -> Fleet {
+        Self::start_with(true, watcher_flags)
+    }
+
+    /// Like [`Fleet::start`]; without `peers`, each watcher on its own (the
+    /// gate off: the per-slot delay only).
+    pub fn start_with(peers: bool, watcher_flags: &[&str]) -> Fleet {
+        let net = Net::new(NAMES.len());
+        let hub = net.hub();
+        let listen = format!("tcp://{}", broker());
+        let mut cmd = net.command(&hub, "tansu");
+        cmd.args([
+            "broker",
+            "--listener-url",
+            &listen,
+            "--advertised-listener-url",
+            &listen,
+        ]);
+        cmd.args(["--storage-engine", "memory://tansu/"]);
+        let mut broker_proc = Proc::spawn("tansu", cmd);
+        broker_proc.wait_for_line("ready in", Duration::from_secs(30));
+        let out = net
+            .command(&hub, "tansu")
+            .args([
+                "topic",
+                "create",
+                "fleet",
+                "--broker",
+                &listen,
+                "--partitions",
+                "1",
+            ])
+            .output()
+            .expect("create topic");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let peer_urls = (0..NAMES.len())
+            .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let initial = config(&broker(), 0);
+        let mut pods = Vec::new();
+        for (i, name) in NAMES.iter().enumerate() {
+            let ns = net.pod(i);
+            let dir = tempfile::tempdir().expect("temp dir");
+            std::fs::write(dir.path().join("token"), TOKEN).expect("token");
+            let volume_dir = dir.path().join("config");
+            std::fs::create_dir(&volume_dir).expect("volume dir");
+            let volume = Volume::create(&volume_dir, "proxy.yaml", initial.as_bytes());
+            // The token sits beside the volume, referenced relative to it.
+            std::fs::write(volume_dir.join("token"), TOKEN).expect("token");
+            let mut cmd = net.command(&ns, bin("sluice-proxy"));
+            cmd.arg("run").arg("--config").arg(volume.path());
+            cmd.args(["--log-format", "json", "--instance", name]);
+            let mut proxy = Proc::spawn(name, cmd);
+            proxy.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
+            let mut cmd = net.command(&ns, bin("sluice-watcher"));
+            cmd.arg("--path").arg(volume.path());
+            cmd.args([
+                "--proxy",
+                &format!("http://127.0.0.1:{ADMIN}"),
+                "--metrics-listen",
+                &format!("127.0.0.1:{WATCHER}"),
+                "--log-format",
+                "json",
+            ]);
+            if peers {
+                cmd.args(["--peers", &peer_urls]);
+            }
+            cmd.args(watcher_flags);
+            cmd.env_remove("POD_NAME");
+            let mut watcher = Proc::spawn(&format!("watcher-{i}"), cmd);
+            watcher.wait_for_line("watching configuration", Duration::from_secs(20));
+            pods.push(Pod {
+                ns,
+                addr: Net::pod_addr(i),
+                volume,
+                proxy,
+                watcher: Some(watcher),
+                _dir: dir,
+            });
+        }
+        Fleet {
+            pods,
+            _broker: broker_proc,
+            net,
+        }
+    }
+
+    /// Pod `i`'s proxy status, read from the hub.
+    pub fn status(&self, i: usize) -> Option<ConfigStatus> {
+        let url = format!("http://{}:{ADMIN}/admin/config/status", self.pods[i].addr);
+        let body = self
+            .net
+            .get(&self.net.hub(), &url, Duration::from_secs(2))?;
+        serde_json::from_str(&body).ok()
+    }
+
+    /// Pod `i`'s watcher metric (inside its namespace, on loopback).
+    pub fn watcher_metric(&self, i: usize, series: &str) -> Option<f64> {
+        let url = format!("http://127.0.0.1:{WATCHER}/metrics");
+        let text = self
+            .net
+            .get(&self.pods[i].ns, &url, Duration::from_secs(2))?;
+        text.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+    }
+
+    /// Publishes `config` on every pod's volume, one right after the other;
+    /// returns its version.
+    pub fn swap_all(&mut self, config: &str) -> String {
+        for pod in &mut self.pods {
+            pod.volume.swap(config.as_bytes());
+        }
+        sluice_testkit::config::version(config)
+    }
+
+    /// Waits (at most `timeout`, polling every 100 ms) until `done`.
+    pub fn wait(&self, what: &str, timeout: Duration, mut done: impl FnMut(&Fleet) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether pod `i` runs `version`.
+    pub fn runs(&self, i: usize, version: &str) -> bool {
+        self.status(i)
+            .is_some_and(|s| s.current_config_version == version)
+    }
+}
+
+/// `(start, end)` of a proxy's last reload, from its own status (ms since
+/// the epoch, parsed from RFC 3339).
+pub fn window(s: &ConfigStatus) -> (u128, u128) {
+    let a = s.last_reload_attempt.as_ref().expect("a reload attempt");
+    let start = humantime::parse_rfc3339(&a.timestamp)
+        .expect("RFC 3339")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis();
+    (start, start + u128::from(a.duration_ms))
+}
