@@ -42,6 +42,27 @@ impl Timeouts {
     }
 }
 
+/// The next connection, or `None` once `shutdown` is cancelled. A failed
+/// accept (out of file descriptors, say) waits a moment instead of spinning.
+pub async fn accept(
+    listener: &tokio::net::TcpListener,
+    shutdown: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = shutdown.cancelled() => return None,
+        };
+        match accepted {
+            Ok(a) => return Some(a),
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 /// Accepts on `listener` until `shutdown`, then waits for the connections'
 /// requests in flight to finish.
 pub async fn serve(
@@ -52,20 +73,7 @@ pub async fn serve(
 ) {
     let app = app.layer(RequestBodyTimeoutLayer::new(timeouts.body));
     let tracker = TaskTracker::new();
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            () = shutdown.cancelled() => break,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of file descriptors, say: wait a moment instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    while let Some((tcp, peer)) = accept(&listener, &shutdown).await {
         let app = app.clone();
         let shutdown = shutdown.clone();
         let span = tracing::debug_span!("connection", %peer);

@@ -41,20 +41,7 @@ pub async fn https(
     tracker: TaskTracker,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            () = shutdown.cancelled() => return,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of file descriptors, say: wait a moment instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    while let Some((tcp, peer)) = sluice_process::http::accept(&listener, &shutdown).await {
         let _ = tcp.set_nodelay(true);
         let span = tracing::debug_span!("connection", %peer);
         tracker.spawn(
