@@ -9,6 +9,7 @@
 //! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
+//! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
 //! - [`faults`]: brokers, proxies and watchers killed mid-stream
 //! - [`fleet`]: three pods in network namespaces: canary, gate, halt
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
@@ -23,6 +24,7 @@
 //! - [`soak`]: the soak tool in its smoke size
 
 mod admin_limits;
+mod edges;
 mod faults;
 mod fleet;
 mod gateway;

@@ -1,0 +1,104 @@
+//! Edges of the reload path against the real binaries (the reload-edges
+//! issue, in part): a referenced file that is a FIFO, and watcher intervals
+//! of zero.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use sluice_testkit::bin;
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+
+fn config(port: u16, gateway_tls: &str) -> String {
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: a\n    upstream: {{ bootstrapServers: [127.0.0.1:9], checkOnReload: false }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }}{gateway_tls} }}\n",
+        port + 1
+    )
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success());
+}
+
+#[test]
+fn a_fifo_named_by_the_configuration_is_refused_at_once_and_frees_the_reload_slot() {
+    let port = ports(2);
+    let proxy = Proxy::start(&config(port, ""));
+    mkfifo(&proxy.dir().join("fifo.pem"));
+    let started = Instant::now();
+    let refused = proxy.reload(&config(
+        port,
+        ", tls: { certFile: fifo.pem, keyFile: fifo.pem }",
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "validation blocked on the FIFO"
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("not a regular file"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.contains("fifo.pem"), "{}", refused.body);
+    // The reload slot is free again: the next reload applies.
+    let next = proxy.reload(&config(port, "").replace("localhost", "proxy.local"));
+    assert_eq!(next.status, 200, "{}", next.body);
+    // `check` ends too, with exit status 1 and the path.
+    let file = proxy.dir().join("fifo.yaml");
+    std::fs::write(
+        &file,
+        config(port, ", tls: { certFile: fifo.pem, keyFile: fifo.pem }")
+            .replace("{admin}", "127.0.0.1:1"),
+    )
+    .expect("write");
+    let mut check = Command::new(bin("sluice-proxy"))
+        .arg("check")
+        .arg(&file)
+        .spawn()
+        .expect("check");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = check.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = check.kill();
+            panic!("sluice-proxy check blocked on the FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+}
+
+#[test]
+fn watcher_intervals_of_zero_are_usage_errors_with_a_message() {
+    for (flag, value) in [
+        ("--poll-interval", "0"),
+        ("--resync", "0s"),
+        ("--peer-timeout", "0s"),
+    ] {
+        let out = Command::new(bin("sluice-watcher"))
+            .args(["--path", "/nonexistent/proxy.yaml", flag, value])
+            .output()
+            .expect("run sluice-watcher");
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    // Zero stays valid where it means "no delay".
+    let out = Command::new(bin("sluice-watcher"))
+        .args([
+            "--stagger",
+            "0s",
+            "--jitter",
+            "0s",
+            "--canary-soak",
+            "0s",
+            "--help",
+        ])
+        .output()
+        .expect("run sluice-watcher");
+    assert_eq!(out.status.code(), Some(0));
+}
