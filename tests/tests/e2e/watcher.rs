@@ -90,6 +90,9 @@ fn an_invalid_swap_is_never_reloaded_and_the_next_valid_one_applies() {
 
     volume.swap(good.as_bytes());
     proxy.wait_for_version(&version(&good), SECONDS_30);
+    // The proxy runs it as soon as it commits; the watcher counts it once
+    // the reload's answer is back, and logs it after counting.
+    watcher.wait_for_log("configuration applied", SECONDS_30);
     assert_eq!(
         watcher.metric("sluice_watcher_reloads_total{result=\"applied\"}"),
         1.0
