@@ -117,7 +117,8 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Args)]
 #[group(multiple = false)]
 pub struct PeerArgs {
-    /// Every pod's admin API, this one's included (bare metal, tests):
+    /// Every pod's admin API (bare metal, tests; this pod's --proxy is
+    /// always one of them):
     /// `http://10.0.0.1:9190,http://10.0.0.2:9190`. Turns on the fleet rollout.
     #[arg(
         long,

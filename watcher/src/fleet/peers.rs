@@ -134,10 +134,18 @@ impl Peers {
     }
 
     /// Asks every peer for its status (at once), and derives this pod's slot
-    /// from `me`, its own proxy's instance name.
-    pub async fn poll(&mut self, me: &str, peer_timeout: Duration) -> Result<View, SlotError> {
+    /// from `me`, its own proxy's instance name. `own` (this pod's proxy URL)
+    /// is always a peer, whether the list names it or not.
+    pub async fn poll(
+        &mut self,
+        me: &str,
+        own: &str,
+        peer_timeout: Duration,
+    ) -> Result<View, SlotError> {
         let now = Instant::now();
-        for url in self.urls().await {
+        let mut urls = self.urls().await;
+        urls.push(own.trim_end_matches('/').to_owned());
+        for url in urls {
             if !self.known.contains_key(&url) {
                 match ProxyClient::new(&url, self.token.clone()) {
                     Ok(client) => {

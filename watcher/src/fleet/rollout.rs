@@ -186,7 +186,7 @@ impl Rollout {
         let timeout = self.settings.gate.peer_timeout;
         let view = self
             .peers
-            .poll(&me, timeout)
+            .poll(&me, own.base(), timeout)
             .await
             .map_err(|e| e.to_string())?;
         for peer in &view.newly_silent {
