@@ -31,8 +31,6 @@ use crate::lifecycle::State;
 use crate::metrics::Metrics;
 
 mod check;
-#[cfg(test)]
-mod check_tests;
 mod drain;
 mod prepare;
 pub mod reload;

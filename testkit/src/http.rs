@@ -72,6 +72,24 @@ pub fn get(addr: &str, path: &str) -> Response {
     request(addr, "GET", path, &[], b"").unwrap_or_else(|e| panic!("GET {addr}{path}: {e}"))
 }
 
+/// Polls `GET path` every 20 ms until it answers `status`, at most
+/// `timeout` (a server that is still starting, or not ready yet); panics
+/// with the last answer otherwise.
+pub fn wait_for_status(addr: &str, path: &str, status: u16, timeout: Duration) -> Response {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let last = match request(addr, "GET", path, &[], b"") {
+            Ok(r) if r.status == status => return r,
+            other => other,
+        };
+        assert!(
+            std::time::Instant::now() < deadline,
+            "GET {addr}{path} never answered {status}: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of one series in a Prometheus exposition served at `addr`
 /// (0 when absent), e.g. `sluice_connections_total{cluster="a"}`.
 pub fn metric(addr: &str, series: &str) -> f64 {

@@ -205,7 +205,6 @@ impl Watcher {
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
     use crate::schedule::SlotSource;
@@ -232,15 +231,6 @@ mod tests {
         }
     }
 
-    async fn get(addr: SocketAddr, path: &str) -> String {
-        let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        tcp.write_all(request.as_bytes()).await.expect("write");
-        let mut answer = String::new();
-        tcp.read_to_string(&mut answer).await.expect("read");
-        answer
-    }
-
     #[tokio::test]
     async fn starts_serves_healthz_in_process_and_stops_on_the_token() {
         // As main does: one crypto provider, before any TLS-capable client.
@@ -253,15 +243,12 @@ mod tests {
         let serving = tokio::spawn(watcher.serve(shutdown.clone()));
 
         // 503 until the loop first wakes (a moment after serving starts).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            let answer = get(addr, "/healthz").await;
-            if answer.starts_with("HTTP/1.1 200 OK") {
-                break;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "{answer}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let at = addr.to_string();
+        tokio::task::spawn_blocking(move || {
+            sluice_testkit::http::wait_for_status(&at, "/healthz", 200, Duration::from_secs(5))
+        })
+        .await
+        .expect("healthz");
 
         shutdown.cancel();
         let stopped = tokio::time::timeout(Duration::from_secs(5), serving).await;

@@ -9,6 +9,8 @@ use crate::config::{MemoryFiles, validate};
 use crate::engine::{Engine, ReloadOutcome, ValidateOutcome};
 use crate::metrics::Metrics;
 
+mod upstream_check;
+
 /// A bootstrap port whose broker port (the next one) is free too.
 fn free_ports() -> u16 {
     sluice_testkit::ports::ports(2)
@@ -21,6 +23,7 @@ fn config(port: u16, admin: &str, advertised: &str) -> String {
     )
 }
 
+/// An engine started on `text` (files from memory, none needed).
 fn start(text: &str) -> Arc<Engine> {
     let valid = validate(text.as_bytes(), &MemoryFiles::default()).unwrap();
     Engine::start(

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use sluice_testkit::certs::self_signed;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 
@@ -24,15 +23,6 @@ fn options(dir: &tempfile::TempDir) -> Options {
     }
 }
 
-async fn get(addr: SocketAddr, path: &str) -> String {
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).await.expect("read");
-    answer
-}
-
 #[tokio::test]
 async fn starts_then_serves_until_the_token_is_cancelled() {
     let dir = tempfile::tempdir().expect("dir");
@@ -42,18 +32,12 @@ async fn starts_then_serves_until_the_token_is_cancelled() {
     let shutdown = CancellationToken::new();
     let serving = tokio::spawn(webhook.serve(shutdown.clone()));
 
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let answer = get(plain, "/readyz").await;
-        if answer.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never ready: {answer}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let at = plain.to_string();
+    tokio::task::spawn_blocking(move || {
+        sluice_testkit::http::wait_for_status(&at, "/readyz", 200, Duration::from_secs(5))
+    })
+    .await
+    .expect("readyz");
 
     shutdown.cancel();
     let stopped = tokio::time::timeout(Duration::from_secs(5), serving).await;

@@ -4,13 +4,10 @@
 //! change that leaves the upstream alone is not checked. Status tells added,
 //! modified and removed clusters apart.
 
-use std::sync::Arc;
-
 use sluice_admin_api::FailureStage;
 
-use crate::config::{MemoryFiles, validate};
-use crate::engine::{Engine, ReloadOutcome};
-use crate::metrics::Metrics;
+use super::{free_ports as ports, start};
+use crate::engine::ReloadOutcome;
 
 /// A port where nothing listens (reserved for this process, never bound).
 fn refused() -> u16 {
@@ -22,20 +19,6 @@ fn config(port: u16, upstream: &str) -> String {
         "virtualClusters:\n  - name: a\n    upstream: {upstream}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n",
         port + 1
     )
-}
-
-fn start(text: &str) -> Arc<Engine> {
-    let valid = validate(text.as_bytes(), &MemoryFiles::default()).unwrap();
-    Engine::start(
-        valid,
-        Arc::new(Metrics::new()),
-        Arc::new(MemoryFiles::default()),
-    )
-    .unwrap()
-}
-
-fn ports() -> u16 {
-    sluice_testkit::ports::ports(2)
 }
 
 #[tokio::test]
