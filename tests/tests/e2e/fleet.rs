@@ -13,6 +13,21 @@ use sluice_testkit::netns::{HUB, Net};
 use sluice_tests::fleet::{ADMIN, Fleet, NAMES, broker, config, window};
 use sluice_tests::python;
 
+/// Three pods whose watchers know each other: no stagger or jitter, the
+/// canary soak and the peer timeout as given.
+fn gated(canary_soak: &str, peer_timeout: &str) -> Fleet {
+    Fleet::start(&[
+        "--stagger",
+        "0s",
+        "--jitter",
+        "0s",
+        "--canary-soak",
+        canary_soak,
+        "--peer-timeout",
+        peer_timeout,
+    ])
+}
+
 /// A producer and consumer on the canary's bootstrap port, run inside the
 /// canary's namespace (the configuration advertises 127.0.0.1).
 fn steady_on(fleet: &Fleet, i: usize) -> python::Steady {
@@ -26,16 +41,7 @@ fn steady_on(fleet: &Fleet, i: usize) -> python::Steady {
 
 #[test]
 fn a_swap_on_every_pod_rolls_out_canary_first_one_pod_at_a_time() {
-    let mut fleet = Fleet::start(&[
-        "--stagger",
-        "0s",
-        "--jitter",
-        "0s",
-        "--canary-soak",
-        "1s",
-        "--peer-timeout",
-        "10s",
-    ]);
+    let mut fleet = gated("1s", "10s");
     let client = steady_on(&fleet, 0);
     let v1 = fleet.swap_all(&config(&broker(), 1));
     fleet.wait("all three pods to run v1", Duration::from_secs(60), |f| {
@@ -75,16 +81,7 @@ fn a_swap_on_every_pod_rolls_out_canary_first_one_pod_at_a_time() {
 
 #[test]
 fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_clears_it() {
-    let mut fleet = Fleet::start(&[
-        "--stagger",
-        "0s",
-        "--jitter",
-        "0s",
-        "--canary-soak",
-        "0s",
-        "--peer-timeout",
-        "10s",
-    ]);
+    let mut fleet = gated("0s", "10s");
     let before: Vec<ConfigStatus> = (0..3).map(|i| fleet.status(i).expect("status")).collect();
     let client = steady_on(&fleet, 0);
     // The broker's address, a port where nothing listens.
@@ -166,16 +163,7 @@ fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_cle
 
 #[test]
 fn a_peer_killed_mid_rollout_is_left_out_after_the_peer_timeout() {
-    let mut fleet = Fleet::start(&[
-        "--stagger",
-        "0s",
-        "--jitter",
-        "0s",
-        "--canary-soak",
-        "0s",
-        "--peer-timeout",
-        "3s",
-    ]);
+    let mut fleet = gated("0s", "3s");
     // A first rollout, with every pod up: every watcher knows every peer.
     let v1 = fleet.swap_all(&config(&broker(), 4));
     fleet.wait("all three to run v1", Duration::from_secs(60), |f| {
