@@ -364,6 +364,3 @@ fn endpoints_tagged(api: ApiKey) -> Option<&'static wire::Schema> {
         _ => None,
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -4,6 +4,7 @@
 //!
 //! - `per_api`: every rewritten API at every version, and literal frames
 //! - `checks`: what passes unchanged, what is refused, and scale
+//! - `learning`: what the proxy learns (brokers, never controllers)
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -20,6 +21,7 @@ use sluice_proxy::kafka::rewrite::{Advertised, Learned, rewrite_response, rewrit
 /// Upstream nodes 1 and 2 are in the proxy's range (ports 19093-19094 for
 /// node ids 1-2); node 7 is not.
 mod checks;
+mod learning;
 mod per_api;
 
 fn advertised() -> Advertised {

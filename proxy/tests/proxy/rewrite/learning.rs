@@ -1,43 +1,11 @@
-use bytes::{BufMut, BytesMut};
+//! What the proxy learns from the responses it rewrites: broker endpoints,
+//! never a KRaft controller's; and a Fetch whose NodeEndpoints tag is empty
+//! passes as it came.
+
+use kafka_protocol::messages::DescribeQuorumResponse;
 use kafka_protocol::messages::describe_quorum_response::{Listener, Node};
-use kafka_protocol::messages::{BrokerId, ResponseHeader};
-use kafka_protocol::protocol::Encodable;
 
 use super::*;
-use crate::config::types::Port;
-
-fn advertised() -> Advertised {
-    Advertised::new(
-        "proxy.example",
-        BrokerPorts {
-            start: Port::new(19093).unwrap(),
-            count: 3,
-            first_node_id: 1,
-        },
-    )
-}
-
-fn frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
-    let mut b = BytesMut::new();
-    let mut header = ResponseHeader::default();
-    header.correlation_id = 5;
-    header
-        .encode(&mut b, api.response_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    let mut f = BytesMut::new();
-    f.put_i32(b.len() as i32);
-    f.put_slice(&b);
-    f.freeze()
-}
-
-fn request(api: ApiKey, version: i16) -> RequestHeader {
-    RequestHeader {
-        api_key: api as i16,
-        api_version: version,
-        correlation_id: 5,
-    }
-}
 
 /// KRaft combined mode: node 1 is a broker on 9092 and a controller on
 /// 9093. DescribeQuorum names the controller listener; a client later sent
@@ -55,12 +23,8 @@ fn describe_quorum_endpoints_are_rewritten_but_never_learned() {
     response.nodes = vec![node];
     for version in 2..=ApiKey::DescribeQuorum.valid_versions().max {
         let input = frame(ApiKey::DescribeQuorum, version, &response);
-        let out = rewrite_response(
-            &input,
-            &request(ApiKey::DescribeQuorum, version),
-            &advertised(),
-        )
-        .unwrap();
+        let out =
+            rewrite_response(&input, &req(ApiKey::DescribeQuorum, version), &advertised()).unwrap();
         assert!(out.changed);
         assert_eq!(
             out.learned,
@@ -76,14 +40,14 @@ fn describe_quorum_endpoints_are_rewritten_but_never_learned() {
 
 #[test]
 fn broker_endpoints_are_learned() {
-    let mut broker = kafka_protocol::messages::metadata_response::MetadataResponseBroker::default();
+    let mut broker = metadata_response::MetadataResponseBroker::default();
     broker.node_id = BrokerId(1);
     broker.host = StrBytes::from_static_str("kafka-1.upstream");
     broker.port = 9092;
     let mut response = MetadataResponse::default();
     response.brokers = vec![broker];
     let input = frame(ApiKey::Metadata, 12, &response);
-    let out = rewrite_response(&input, &request(ApiKey::Metadata, 12), &advertised()).unwrap();
+    let out = rewrite_response(&input, &req(ApiKey::Metadata, 12), &advertised()).unwrap();
     assert_eq!(
         out.learned,
         [Learned {
@@ -109,7 +73,7 @@ fn an_empty_node_endpoints_tag_leaves_the_frame_as_it_came() {
     let mut tagged = (body.len() as i32).to_be_bytes().to_vec();
     tagged.extend_from_slice(&body);
     let tagged = Bytes::from(tagged);
-    let out = rewrite_response(&tagged, &request(ApiKey::Fetch, 16), &advertised()).unwrap();
+    let out = rewrite_response(&tagged, &req(ApiKey::Fetch, 16), &advertised()).unwrap();
     assert!(!out.changed);
     assert_eq!(
         out.frame.as_ptr(),
