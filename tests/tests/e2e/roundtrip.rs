@@ -72,7 +72,13 @@ fn assert_proxy_brokers(
 
 #[test]
 fn three_brokers_modern_and_old_clients_round_trip_through_the_proxy() {
-    let mock = MockCluster::start(3, &["orders:6", "legacy:6"]);
+    let mut mock = MockCluster::start(3, &["orders:6", "legacy:6"]);
+    // The mock places partition leaders at random: sometimes a node leads
+    // none of `orders`, and the holding client below never connects to it.
+    // Spread them over all three nodes, so every broker is needed.
+    for partition in 0..6 {
+        mock.set_leader("orders", partition, partition as u32 % 3 + 1);
+    }
     let base = ports(4);
     let proxy = Proxy::start(&config(&mock.brokers[..1], base, 1, 3));
     let bootstrap = format!("127.0.0.1:{base}");
