@@ -57,6 +57,8 @@ pub(crate) enum ReloadResult {
     Conflict,
     /// `If-Match` named another version than the one in force.
     PreconditionFailed,
+    /// The proxy was stopping (SIGTERM).
+    ShuttingDown,
 }
 
 impl ReloadResult {
@@ -69,6 +71,7 @@ impl ReloadResult {
             ReloadResult::Failed => "failed",
             ReloadResult::Conflict => "conflict",
             ReloadResult::PreconditionFailed => "precondition_failed",
+            ReloadResult::ShuttingDown => "shutting_down",
         }
     }
 }
@@ -167,6 +170,12 @@ impl Events {
                 tracing::info!(
                     version,
                     "reload requested with the configuration in force; nothing to do"
+                )
+            }
+            ReloadResult::ShuttingDown => {
+                tracing::warn!(
+                    version,
+                    "reload refused: the proxy is shutting down; nothing changed"
                 )
             }
             ReloadResult::Rejected => {

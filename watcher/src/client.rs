@@ -14,6 +14,9 @@ pub enum Answer {
         /// Settings in force that the proxy applies only when it restarts
         /// (always empty for validate): someone has to restart it.
         restart_required: Vec<String>,
+        /// Clusters that could not start (`startupPolicy: best-effort`: the
+        /// rest is in force, the next reload retries them), as `name: error`.
+        clusters_failed: Vec<String>,
     },
     /// The proxy says the configuration is invalid; each error as
     /// `line:column: path: message`.
@@ -125,6 +128,7 @@ fn validate_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
     match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
         ValidateAnswer::Valid(_) => Ok(Answer::Accepted {
             restart_required: Vec::new(),
+            clusters_failed: Vec::new(),
         }),
         ValidateAnswer::Invalid(invalid) => Ok(Answer::Invalid(lines(&invalid.errors))),
     }
@@ -135,6 +139,11 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
     match ReloadAnswer::from_http(status, body).map_err(|r| classify(&r))? {
         ReloadAnswer::Applied(applied) => Ok(Answer::Accepted {
             restart_required: applied.restart_required,
+            clusters_failed: applied
+                .clusters_failed
+                .iter()
+                .map(|c| format!("{}: {}", c.name, c.error))
+                .collect(),
         }),
         ReloadAnswer::Rejected(rejected) => Ok(Answer::Invalid(lines(&rejected.errors))),
         ReloadAnswer::Busy(busy) => Err(retry(&busy.error)),
@@ -143,7 +152,10 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
         ReloadAnswer::Failed(n) if n.is_final() => {
             Err(CallError::Fatal(format!("HTTP {status}: {}", n.error)))
         }
-        ReloadAnswer::PreconditionFailed(n) | ReloadAnswer::Failed(n) => Err(retry(&n.error)),
+        // Stopping: the pod is going away; a retry finds its successor.
+        ReloadAnswer::PreconditionFailed(n)
+        | ReloadAnswer::Failed(n)
+        | ReloadAnswer::ShuttingDown(n) => Err(retry(&n.error)),
     }
 }
 
@@ -219,6 +231,7 @@ mod tests {
         let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
         let accepted = Answer::Accepted {
             restart_required: Vec::new(),
+            clusters_failed: Vec::new(),
         };
         assert_eq!(validate_answer(200, &body!(valid)), Ok(accepted));
         let refusal = br#"{"error": "x"}"#;
@@ -272,11 +285,13 @@ mod tests {
             clusters_unchanged: vec!["a".to_owned()],
             duration_ms: 1.5,
             restart_required: vec!["admin.listen changed".to_owned()],
+            clusters_failed: Vec::new(),
         };
         assert_eq!(
             reload_answer(200, &body!(ReloadAnswer::Applied(applied))),
             Ok(Answer::Accepted {
-                restart_required: vec!["admin.listen changed".to_owned()]
+                restart_required: vec!["admin.listen changed".to_owned()],
+                clusters_failed: Vec::new(),
             })
         );
     }

@@ -89,7 +89,17 @@ pub async fn apply(
                 Ok(Err(outcome)) => return outcome,
                 Ok(Ok(current)) => client.reload(bytes, Some(&current)).await.map(|answer| {
                     match answer {
-                        Answer::Accepted { restart_required } => {
+                        Answer::Accepted {
+                            restart_required,
+                            clusters_failed,
+                        } => {
+                            if !clusters_failed.is_empty() {
+                                tracing::warn!(
+                                    version = %content.digest,
+                                    clusters_failed = %clusters_failed.join("; "),
+                                    "applied; some virtual clusters could not start (each reload retries them)"
+                                );
+                            }
                             if !restart_required.is_empty() {
                                 tracing::warn!(
                                     version = %content.digest,

@@ -49,7 +49,7 @@ impl Engine {
             (inner.config.version.to_string(), inner.applied_at, failed)
         };
         let attempts = self.attempts().clone();
-        let since = *self
+        let running = *self
             .reloading
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -58,7 +58,9 @@ impl Engine {
             applied_at: rfc3339(applied_at),
             last_reload_attempt: attempts.reload,
             last_validation_attempt: attempts.validation,
-            reload_in_progress_since: since.map(rfc3339),
+            reload_in_progress_since: running.map(|(since, _)| rfc3339(since)),
+            reload_in_progress_stage: running.map(|(_, stage)| stage),
+            stopping: self.is_stopping(),
             instance: self.instance().to_owned(),
             ready: self.is_ready(),
             running_for_ms: SystemTime::now()
@@ -184,6 +186,7 @@ fn wire_result(result: ReloadResult) -> ReloadStatus {
         ReloadResult::Failed => ReloadStatus::Failed,
         ReloadResult::Conflict => ReloadStatus::Conflict,
         ReloadResult::PreconditionFailed => ReloadStatus::PreconditionFailed,
+        ReloadResult::ShuttingDown => ReloadStatus::ShuttingDown,
     }
 }
 
@@ -204,6 +207,7 @@ mod tests {
             ReloadResult::Failed,
             ReloadResult::Conflict,
             ReloadResult::PreconditionFailed,
+            ReloadResult::ShuttingDown,
         ] {
             let json = serde_json::to_value(wire_result(result)).unwrap();
             assert_eq!(json, result.as_str());

@@ -1,6 +1,7 @@
 //! Edges of the reload path against the real binaries (the reload-edges
-//! issue, in part): a referenced file that is a FIFO, and watcher intervals
-//! of zero.
+//! issue): a referenced file that is a FIFO, watcher intervals of zero, and
+//! in the submodules best-effort isolation, shutdown, SIGHUP during a
+//! reload, persisting, and admin reads during a reload.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -8,6 +9,40 @@ use std::time::{Duration, Instant};
 use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
+
+mod isolation;
+mod persist;
+mod reads;
+mod shutdown;
+mod sighup;
+
+/// An upstream the proxy never needs (no reload checks it).
+const NO_CHECK: &str = "bootstrapServers: [127.0.0.1:9], checkOnReload: false";
+
+/// One cluster: bootstrap on `port`, one broker port after it.
+fn cluster(name: &str, port: u16, upstream: &str, gateway: &str) -> String {
+    format!(
+        "  - name: {name}\n    upstream: {{ {upstream} }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }}{gateway} }}\n",
+        port + 1
+    )
+}
+
+/// A configuration: `top` (top-level settings, each line ending in a
+/// newline) and the clusters.
+fn proxy_config(top: &str, clusters: &[String]) -> String {
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\n{top}virtualClusters:\n{}",
+        clusters.concat()
+    )
+}
+
+/// A port that completes TCP handshakes (the kernel's backlog) and never
+/// answers: an upstream that hangs every request.
+fn black_hole() -> (std::net::TcpListener, u16) {
+    let port = sluice_testkit::ports::port();
+    let hole = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind the black hole");
+    (hole, port)
+}
 
 fn config(port: u16, gateway_tls: &str) -> String {
     format!(
