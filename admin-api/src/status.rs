@@ -12,6 +12,13 @@ pub struct ConfigStatus {
     /// it with the file's to know whether there is anything to do, and sends
     /// it as the reload's `If-Match`.
     pub current_config_version: String,
+    /// `sha256:<hex>` of the configuration in force and the contents of the
+    /// files it references as loaded: changes when a certificate does.
+    #[serde(default)]
+    pub effective_version: String,
+    /// Every file the configuration in force references, as written in it.
+    #[serde(default)]
+    pub files: Vec<String>,
     /// When it came into force (RFC 3339).
     pub applied_at: String,
     /// The last reload attempt, if any (a refused concurrent one excepted,
@@ -187,7 +194,7 @@ mod tests {
         let s: ConfigStatus = roundtrip(
             r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
                 "lastReloadAttempt": null, "lastValidationAttempt": null, "reloadInProgressSince": null,
-                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200, "stopping": false,
+                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200, "stopping": false, "effectiveVersion": "sha256:ef", "files": [],
                 "lastFailedVersion": null, "clustersFailed": []}"#,
         );
         assert_eq!(s.current_config_version, "sha256:ab");
@@ -203,7 +210,7 @@ mod tests {
                 "lastValidationAttempt": {"timestamp": "2025-01-02T03:04:04.000Z", "status": "valid",
                     "requestedVersion": "sha256:cd", "errors": 0},
                 "reloadInProgressSince": "2025-01-02T03:04:06.000Z",
-                "instance": "a", "ready": false, "runningForMs": 0, "stopping": true, "reloadInProgressStage": "upstream-check",
+                "instance": "a", "ready": false, "runningForMs": 0, "stopping": true, "effectiveVersion": "sha256:ef", "files": ["certs/server.crt"], "reloadInProgressStage": "upstream-check",
                 "lastFailedVersion": {"version": "sha256:cd", "stage": "upstream_check",
                     "reason": "virtual cluster orders: upstream check failed: k:9092: connection refused",
                     "timestamp": "2025-01-02T03:04:05.000Z"},

@@ -80,8 +80,9 @@ impl ProxyClient {
         &self.base
     }
 
-    /// `POST /admin/config/validate`.
-    pub async fn validate(&self, bytes: &[u8]) -> Result<Answer, CallError> {
+    /// `POST /admin/config/validate`: the answer, and the files the
+    /// configuration references (named in valid and invalid answers alike).
+    pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
         let (status, body) = send(
             self.request(reqwest::Method::POST, endpoints::VALIDATE)
                 .body(bytes.to_vec()),
@@ -124,13 +125,18 @@ fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
         .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
 }
 
-fn validate_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
+fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
     match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
-        ValidateAnswer::Valid(_) => Ok(Answer::Accepted {
-            restart_required: Vec::new(),
-            clusters_failed: Vec::new(),
-        }),
-        ValidateAnswer::Invalid(invalid) => Ok(Answer::Invalid(lines(&invalid.errors))),
+        ValidateAnswer::Valid(valid) => Ok((
+            Answer::Accepted {
+                restart_required: Vec::new(),
+                clusters_failed: Vec::new(),
+            },
+            valid.files,
+        )),
+        ValidateAnswer::Invalid(invalid) => {
+            Ok((Answer::Invalid(lines(&invalid.errors)), invalid.files))
+        }
     }
 }
 
@@ -225,7 +231,11 @@ mod tests {
     fn answers_are_classified_by_status() {
         let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
         let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
-        assert_eq!(validate_answer(400, &body!(rejected)), Ok(lines.clone()));
+        let rejected = rejected.referencing(vec!["ca.pem".into()], "sha256:e".into());
+        assert_eq!(
+            validate_answer(400, &body!(rejected)),
+            Ok((lines.clone(), vec!["ca.pem".to_owned()]))
+        );
         let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
         let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
@@ -233,7 +243,10 @@ mod tests {
             restart_required: Vec::new(),
             clusters_failed: Vec::new(),
         };
-        assert_eq!(validate_answer(200, &body!(valid)), Ok(accepted));
+        assert_eq!(
+            validate_answer(200, &body!(valid)),
+            Ok((accepted, Vec::new()))
+        );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {
             assert!(matches!(

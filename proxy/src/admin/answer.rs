@@ -19,12 +19,18 @@ pub(super) fn status(code: u16) -> StatusCode {
 /// `POST /admin/config/validate`'s answer.
 pub(super) fn validate(outcome: ValidateOutcome) -> ValidateAnswer {
     match outcome {
-        ValidateOutcome::Valid { version, changes } => {
-            ValidateAnswer::valid(version.to_string(), wire_changes(changes))
-        }
-        ValidateOutcome::Invalid { version, errors } => {
-            ValidateAnswer::invalid(version.to_string(), problems(errors))
-        }
+        ValidateOutcome::Valid {
+            version,
+            changes,
+            referenced,
+        } => ValidateAnswer::valid(version.to_string(), wire_changes(changes))
+            .referencing(referenced.files, referenced.effective_version),
+        ValidateOutcome::Invalid {
+            version,
+            errors,
+            referenced,
+        } => ValidateAnswer::invalid(version.to_string(), problems(errors))
+            .referencing(referenced.files, referenced.effective_version),
     }
 }
 

@@ -33,7 +33,7 @@ pub(super) struct Attempts {
 impl Engine {
     /// The body of `GET /admin/config/status`.
     pub fn status(&self) -> ConfigStatus {
-        let (version, applied_at, clusters_failed) = {
+        let (version, referenced, applied_at, clusters_failed) = {
             let inner = self.lock();
             let failed = inner
                 .clusters
@@ -46,7 +46,12 @@ impl Engine {
                     since_current_version: g.since >= inner.applied_at,
                 })
                 .collect();
-            (inner.config.version.to_string(), inner.applied_at, failed)
+            (
+                inner.config.version.to_string(),
+                inner.config.referenced.clone(),
+                inner.applied_at,
+                failed,
+            )
         };
         let attempts = self.attempts().clone();
         let running = *self
@@ -55,6 +60,8 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         ConfigStatus {
             current_config_version: version,
+            effective_version: referenced.effective_version,
+            files: referenced.files,
             applied_at: rfc3339(applied_at),
             last_reload_attempt: attempts.reload,
             last_validation_attempt: attempts.validation,
