@@ -211,21 +211,21 @@ async fn hangup(hangups: &mut Option<Hangups>) -> Option<()> {
 async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
     tracing::info!(config = %path.display(), "SIGHUP: reloading the configuration file");
     loop {
-        let bytes = match read_config(path) {
-            Ok(bytes) => bytes,
-            Err(e) => {
+        let reloading = Arc::clone(engine);
+        let file = path.to_path_buf();
+        let outcome =
+            tokio::task::spawn_blocking(move || reloading.reload_reading(|| read_config(&file)))
+                .await;
+        match outcome {
+            Ok(Err(e)) => {
                 tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");
                 return;
             }
-        };
-        let reloading = Arc::clone(engine);
-        let outcome = tokio::task::spawn_blocking(move || reloading.reload(&bytes, None)).await;
-        match outcome {
-            Ok(ReloadOutcome::Busy { .. }) => {
-                tracing::info!(config = %path.display(), "SIGHUP: another reload is running; the file is applied once it ends");
+            Ok(Ok(ReloadOutcome::Busy { .. })) => {
+                tracing::info!(config = %path.display(), "SIGHUP: another reload is running; the file is read and applied once it ends");
                 engine.reload_slot_free().await;
             }
-            Ok(ReloadOutcome::Rejected { errors, .. }) => {
+            Ok(Ok(ReloadOutcome::Rejected { errors, .. })) => {
                 let file = path.display().to_string();
                 for e in errors {
                     tracing::warn!(error = %e.in_file(&file), "SIGHUP: configuration error");

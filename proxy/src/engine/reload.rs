@@ -9,6 +9,7 @@
 //! best-effort`, a cluster that is not serving (added, or failed before) and
 //! cannot start is recorded as failed instead of failing the reload.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -119,9 +120,33 @@ impl Engine {
     /// is the version in force; once applied, persists them (see
     /// [`Engine::set_persist`]) before answering.
     pub fn reload(self: &Arc<Self>, bytes: &[u8], if_match: Option<&str>) -> ReloadOutcome {
+        match self.reload_with(
+            || Ok::<_, std::convert::Infallible>(Cow::Borrowed(bytes)),
+            if_match,
+        ) {
+            Ok(outcome) => outcome,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Like [`Engine::reload`] with the bytes `read` returns, read only once
+    /// this reload holds the slot: a SIGHUP reads the file after any reload
+    /// before it has applied (and persisted), so it can never apply older
+    /// bytes over a newer reload. A failed read changes nothing.
+    pub fn reload_reading<E>(
+        self: &Arc<Self>,
+        read: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<ReloadOutcome, E> {
+        self.reload_with(|| read().map(Cow::Owned), None)
+    }
+
+    fn reload_with<'b, E>(
+        self: &Arc<Self>,
+        read: impl FnOnce() -> Result<Cow<'b, [u8]>, E>,
+        if_match: Option<&str>,
+    ) -> Result<ReloadOutcome, E> {
         let at = SystemTime::now();
         let start = Instant::now();
-        let requested = ConfigVersion::of(bytes);
         let slot = {
             let mut running = self.running();
             match *running {
@@ -132,21 +157,23 @@ impl Engine {
                 }
             }
         };
-        let outcome = match slot {
-            Err(since) => ReloadOutcome::Busy { since },
+        let (outcome, requested) = match slot {
+            Err(since) => (ReloadOutcome::Busy { since }, None),
             Ok(slot) => {
-                let outcome = self.reload_exclusive(bytes, if_match, start, &slot);
+                let bytes = read()?;
+                let requested = ConfigVersion::of(&bytes);
+                let outcome = self.reload_exclusive(&bytes, if_match, start, &slot);
                 if let (ReloadOutcome::Applied { .. }, Some(persist)) =
                     (&outcome, self.persist.get())
                 {
                     slot.at(ReloadStage::Persist);
-                    persist(bytes);
+                    persist(&bytes);
                 }
-                outcome
+                (outcome, Some(requested))
             }
         };
-        self.report(&outcome, at, &requested, start.elapsed());
-        outcome
+        self.report(&outcome, at, requested.as_ref(), start.elapsed());
+        Ok(outcome)
     }
 
     /// Waits until no reload runs (at once when none does), for a caller

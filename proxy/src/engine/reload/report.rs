@@ -16,10 +16,11 @@ impl Engine {
         &self,
         outcome: &ReloadOutcome,
         at: SystemTime,
-        requested: &ConfigVersion,
+        requested: Option<&ConfigVersion>,
         took: Duration,
     ) {
-        let version = requested.to_string();
+        // Unknown for a SIGHUP refused before it read the file.
+        let version = requested.map(ToString::to_string).unwrap_or_default();
         let (result, modified, error) = match outcome {
             ReloadOutcome::Applied { changes, .. } => {
                 let touched = Touched {
