@@ -44,6 +44,36 @@ fn black_hole() -> (std::net::TcpListener, u16) {
     (hole, port)
 }
 
+/// How many clusters [`many`] has: enough that a reload modifying them all
+/// takes a while.
+const CLUSTERS: u16 = 40;
+const CAS_PER_BUNDLE: usize = 150;
+
+/// A directory with the files [`many`] names: a test server pair and a
+/// bundle of many CAs, which each generation parses again on both sides.
+fn slow_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    sluice_testkit::certs::make(dir.path(), "slow");
+    let bundle: String = (0..CAS_PER_BUNDLE)
+        .map(|i| sluice_testkit::certs::Ca::new(&format!("bundle CA {i}")).pem)
+        .collect();
+    std::fs::write(dir.path().join("bundle.pem"), bundle).expect("bundle");
+    dir
+}
+
+/// [`CLUSTERS`] clusters from `port` on, slow to prepare (TLS both ways
+/// with the bundle of [`slow_dir`]), advertising `host`.
+fn many(port: u16, host: &str) -> String {
+    let clusters: Vec<String> = (0..CLUSTERS)
+        .map(|i| {
+            let tls = ", tls: { certFile: server.crt, keyFile: server.key, clientCaFile: bundle.pem }";
+            let upstream = "bootstrapServers: [127.0.0.1:9], checkOnReload: false, tls: { caFile: bundle.pem }";
+            cluster(&format!("c{i}"), port + 2 * i, upstream, tls).replace("localhost", host)
+        })
+        .collect();
+    proxy_config("", &clusters)
+}
+
 fn config(port: u16, gateway_tls: &str) -> String {
     format!(
         "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: a\n    upstream: {{ bootstrapServers: [127.0.0.1:9], checkOnReload: false }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }}{gateway_tls} }}\n",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::{Options, Proxy};
 
-use super::{NO_CHECK, cluster, proxy_config};
+use super::{CLUSTERS, many, slow_dir};
 
 fn wait_for_file(path: &std::path::Path, bytes: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -26,13 +26,13 @@ fn wait_for_file(path: &std::path::Path, bytes: &str) {
 
 #[test]
 fn persisting_survives_a_leftover_temporary_file_and_a_caller_that_left() {
-    let port = ports(2);
-    let dir = tempfile::tempdir().expect("dir");
+    let port = ports(2 * CLUSTERS);
+    let dir = slow_dir();
     let options = Options {
         args: vec!["--persist".into()],
         ..Options::default()
     };
-    let base = proxy_config("", &[cluster("a", port, NO_CHECK, "")]);
+    let base = many(port, "localhost");
     let proxy = Proxy::launch(dir, &base, &options);
     std::fs::create_dir(proxy.dir().join(".proxy.yaml.sluice-tmp")).expect("leftover");
 
@@ -42,8 +42,9 @@ fn persisting_survives_a_leftover_temporary_file_and_a_caller_that_left() {
     // Written before the answer.
     assert_eq!(std::fs::read_to_string(&proxy.config).expect("read"), first);
 
-    // A caller that sends its reload and goes away without reading.
-    let second = proxy.render(&base.replace("localhost", "second.proxy.local"));
+    // A caller that sends a (slow) reload and goes away, without reading,
+    // once it runs.
+    let second = proxy.render(&many(port, "second.proxy.local"));
     let mut caller = TcpStream::connect(&proxy.admin).expect("connect");
     let head = format!(
         "POST /admin/config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
@@ -51,6 +52,10 @@ fn persisting_survives_a_leftover_temporary_file_and_a_caller_that_left() {
     );
     caller.write_all(head.as_bytes()).expect("head");
     caller.write_all(second.as_bytes()).expect("body");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while proxy.status().reload_in_progress_since.is_none() {
+        assert!(Instant::now() < deadline, "the reload never started");
+    }
     drop(caller);
     wait_for_file(&proxy.config, &second);
     let leftovers: Vec<String> = std::fs::read_dir(proxy.dir())

@@ -6,40 +6,15 @@
 use std::time::{Duration, Instant};
 
 use sluice_admin_api::{ReloadApplied, ReloadStage, endpoints};
-use sluice_testkit::certs::{self, Ca};
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 
-use super::proxy_config;
-
-/// Clusters whose generations are slow to build: every one trusts a bundle
-/// of many CAs on both sides, which each prepare parses again.
-const CLUSTERS: u16 = 40;
-const CAS_PER_BUNDLE: usize = 150;
-
-fn many(port: u16, host: &str) -> String {
-    let clusters: Vec<String> = (0..CLUSTERS)
-        .map(|i| {
-            format!(
-                "  - name: c{i}\n    upstream: {{ bootstrapServers: [127.0.0.1:9], checkOnReload: false, tls: {{ caFile: bundle.pem }} }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: {host}, bootstrapPort: {}, brokerPorts: {{ start: {}, count: 1 }}, tls: {{ certFile: server.crt, keyFile: server.key, clientCaFile: bundle.pem }} }}\n",
-                port + 2 * i,
-                port + 2 * i + 1
-            )
-        })
-        .collect();
-    proxy_config("", &clusters)
-}
+use super::{CLUSTERS, many, slow_dir};
 
 #[test]
 fn status_and_clusters_answer_while_a_reload_prepares() {
     let port = ports(2 * CLUSTERS);
-    let dir = tempfile::tempdir().expect("dir");
-    certs::make(dir.path(), "reads");
-    let bundle: String = (0..CAS_PER_BUNDLE)
-        .map(|i| Ca::new(&format!("bundle CA {i}")).pem)
-        .collect();
-    std::fs::write(dir.path().join("bundle.pem"), bundle).expect("bundle");
-    let proxy = Proxy::start_in(dir, &many(port, "localhost"));
+    let proxy = Proxy::start_in(slow_dir(), &many(port, "localhost"));
 
     let changed = proxy.render(&many(port, "changed.proxy.local"));
     let admin = proxy.admin.clone();
