@@ -16,6 +16,11 @@ pub struct Changes {
     /// Clusters in both that differ: a reload starts a new generation and
     /// drains the old one.
     pub modified: Vec<ModifiedCluster>,
+    /// Clusters in both whose only difference is TLS material (certificate,
+    /// key or CA files, new contents or new paths): a reload swaps it into
+    /// the running generation; new handshakes use it, connections stay.
+    #[serde(default)]
+    pub rotated: Vec<ModifiedCluster>,
     /// Clusters in both that are identical: a reload does not touch them, not
     /// even their connections.
     pub unchanged: Vec<String>,
@@ -45,6 +50,7 @@ mod tests {
         let c: Changes = roundtrip(
             r#"{"added": ["new"], "removed": ["old"],
                 "modified": [{"name": "a", "reasons": ["gateway.advertisedHost changed from localhost to proxy.local"]}],
+                "rotated": [{"name": "r", "reasons": ["gateway.tls.certFile content changed"]}],
                 "unchanged": ["steady"], "global": ["drainTimeout changed from 30s to 5s"]}"#,
         );
         assert_eq!(c.modified[0].name, "a");

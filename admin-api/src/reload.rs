@@ -44,6 +44,11 @@ pub struct ReloadApplied {
     pub clusters_removed: Vec<String>,
     /// Clusters that got a new generation (the old one drains), and why.
     pub clusters_modified: Vec<ModifiedCluster>,
+    /// Clusters whose TLS material was swapped into the running generation:
+    /// no new generation, no drain. (Absent from older proxies: read as
+    /// empty.)
+    #[serde(default)]
+    pub clusters_rotated: Vec<ModifiedCluster>,
     /// Clusters left alone, connections and all; every cluster when nothing
     /// changed. (Absent from proxies before the typed API: read as empty.)
     #[serde(default)]
@@ -239,6 +244,7 @@ mod tests {
         let json = r#"{"success": true, "changed": true, "configVersion": "sha256:ab",
             "clustersAdded": ["new"], "clustersRemoved": [],
             "clustersModified": [{"name": "a", "reasons": ["tls changed"]}],
+            "clustersRotated": [{"name": "r", "reasons": ["gateway.tls.certFile content changed"]}],
             "clustersUnchanged": ["steady"], "durationMs": 12.5,
             "restartRequired": ["admin.listen changed from 127.0.0.1:9190 to 127.0.0.1:9191"],
             "clustersFailed": [{"name": "b", "error": "bind 127.0.0.1:9092: address in use",
@@ -251,6 +257,7 @@ mod tests {
     fn unchanged_roundtrips_and_older_answers_still_read() {
         let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
             "clustersAdded": [], "clustersRemoved": [], "clustersModified": [],
+            "clustersRotated": [],
             "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": [],
             "clustersFailed": []}"#;
         roundtrip::<ReloadApplied>(json);

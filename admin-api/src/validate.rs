@@ -128,7 +128,8 @@ mod tests {
     fn valid_roundtrips() {
         let json = r#"{"valid": true, "configVersion": "sha256:ab",
             "changes": {"added": [], "removed": [], "unchanged": ["b"], "global": [],
-                        "modified": [{"name": "a", "reasons": ["upstream.bootstrapServers changed"]}]},
+                        "modified": [{"name": "a", "reasons": ["upstream.bootstrapServers changed"]}],
+                        "rotated": []},
             "files": ["certs/ca.crt"], "effectiveVersion": "sha256:ef"}"#;
         let v: ConfigValid = roundtrip(json);
         let answer = ValidateAnswer::valid(v.config_version.clone(), v.changes.clone())

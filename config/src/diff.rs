@@ -19,6 +19,10 @@ pub struct ConfigDiff {
     pub removed: Vec<String>,
     /// Clusters in both that differ, with why.
     pub modified: Vec<Modified>,
+    /// Clusters in both whose only difference is TLS material (the contents
+    /// or paths of their certificate, key and CA files): a reload swaps the
+    /// material into the running generation, which keeps its connections.
+    pub rotated: Vec<Modified>,
     /// Clusters in both that are identical; a reload leaves them alone.
     pub unchanged: Vec<String>,
     /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy,
@@ -41,6 +45,7 @@ impl ConfigDiff {
         self.added.is_empty()
             && self.removed.is_empty()
             && self.modified.is_empty()
+            && self.rotated.is_empty()
             && self.global.is_empty()
     }
 }
@@ -54,10 +59,18 @@ pub fn diff(old: &ProxyConfig, new: &ProxyConfig) -> ConfigDiff {
             None => d.added.push(name),
             Some(before) => {
                 let reasons = cluster_reasons(before, cluster);
-                if reasons.is_empty() {
+                if reasons.0.is_empty() {
                     d.unchanged.push(name);
+                } else if reasons.1 {
+                    d.modified.push(Modified {
+                        name,
+                        reasons: reasons.0,
+                    });
                 } else {
-                    d.modified.push(Modified { name, reasons });
+                    d.rotated.push(Modified {
+                        name,
+                        reasons: reasons.0,
+                    });
                 }
             }
         }
@@ -97,7 +110,8 @@ fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
     r.0
 }
 
-fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> Vec<String> {
+/// Why a cluster differs, and whether anything but TLS material does.
+fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, bool) {
     let mut r = Reasons::default();
     // upstream.checkTimeout and checkOnReload are left out on purpose: they
     // steer the next reload's upstream check, not the running data plane.
@@ -191,34 +205,37 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> Vec<String> {
     if old.filters != new.filters {
         r.changed("filters");
     }
-    r.0
+    (r.0, r.1)
 }
 
-/// Collects human-readable reasons in a fixed order.
+/// Collects human-readable reasons in a fixed order, and whether any is
+/// more than a file's new path or content (every file compared here is TLS
+/// material, or the admin token).
 #[derive(Default)]
-struct Reasons(Vec<String>);
+struct Reasons(Vec<String>, bool);
 
 impl Reasons {
     fn push(&mut self, reason: &str) {
         self.0.push(reason.to_owned());
+        self.1 = true;
     }
 
     fn changed(&mut self, what: &str) {
-        self.0.push(format!("{what} changed"));
+        self.push(&format!("{what} changed"));
     }
 
     fn value<T: PartialEq + std::fmt::Display + ?Sized>(&mut self, what: &str, old: &T, new: &T) {
         if old != new {
-            self.0.push(format!("{what} changed from {old} to {new}"));
+            self.push(&format!("{what} changed from {old} to {new}"));
         }
     }
 
     fn file(&mut self, what: &str, old: Option<&FileRef>, new: Option<&FileRef>) {
         match (old, new) {
             (None, None) => {}
-            (None, Some(_)) => self.0.push(format!("{what} added")),
-            (Some(_), None) => self.0.push(format!("{what} removed")),
-            (Some(a), Some(b)) if a.path != b.path => self.changed(what),
+            (None, Some(_)) => self.push(&format!("{what} added")),
+            (Some(_), None) => self.push(&format!("{what} removed")),
+            (Some(a), Some(b)) if a.path != b.path => self.0.push(format!("{what} changed")),
             (Some(a), Some(b)) if a.digest != b.digest => {
                 self.0.push(format!("{what} content changed"));
             }

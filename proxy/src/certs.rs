@@ -100,6 +100,33 @@ pub(crate) fn warning(not_after: i64, now: SystemTime) -> Option<String> {
     }
 }
 
+/// The first certificate `new` presents (the gateway's, or its client
+/// certificate towards the upstream) that is new material compared with
+/// `old` and already expired at `now`: a reload refuses it, nothing changed.
+/// Material already in force is never refused for its age.
+pub(crate) fn expired_new(
+    old: Option<&VirtualCluster>,
+    new: &VirtualCluster,
+    now: SystemTime,
+) -> Option<String> {
+    let before = old.map(expiries).unwrap_or_default();
+    let now = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    expiries(new)
+        .into_iter()
+        .filter(|(role, _)| matches!(role, Role::Gateway | Role::UpstreamClient))
+        .find(|(role, not_after)| *not_after <= now && !before.contains(&(*role, *not_after)))
+        .map(|(role, not_after)| {
+            let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(not_after).unwrap_or(0));
+            format!(
+                "the new {} certificate expired at {}",
+                role.as_str(),
+                humantime::format_rfc3339_seconds(at)
+            )
+        })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ExpiryLabels {
     cluster: String,

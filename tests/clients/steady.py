@@ -1,6 +1,8 @@
 """Produces and consumes continuously until stdin closes, then reports JSON.
 
-usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent]
+usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE]
+
+With --ca, both clients speak TLS and verify the server against CA_FILE.
 
 Prints "STARTED" once the first message has made the round trip, then keeps
 producing (one message every 2 ms, acks=all) and consuming with a consumer
@@ -20,6 +22,7 @@ from confluent_kafka import Consumer, Producer
 
 bootstrap, topic, group = sys.argv[1:4]
 idempotent = "--idempotent" in sys.argv
+ca = sys.argv[sys.argv.index("--ca") + 1] if "--ca" in sys.argv else None
 
 
 class Counter(logging.Handler):
@@ -39,6 +42,8 @@ log.addHandler(counter)
 log.setLevel(logging.DEBUG)
 errors = []
 common = {"bootstrap.servers": bootstrap, "logger": log, "error_cb": lambda e: errors.append(str(e))}
+if ca:
+    common.update({"security.protocol": "SSL", "ssl.ca.location": ca})
 producer = Producer(dict(common, **{"acks": "all", "linger.ms": 1, "enable.idempotence": idempotent}))
 consumer = Consumer(dict(common, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": True}))
 consumer.subscribe([topic])

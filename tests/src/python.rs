@@ -148,6 +148,14 @@ impl Steady {
         Self::start_command(cmd)
     }
 
+    /// Starts it speaking TLS to `bootstrap`, verifying against `ca`.
+    pub fn start_tls(bootstrap: &str, topic: &str, group: &str, ca: &std::path::Path) -> Steady {
+        let mut cmd = command("steady.py");
+        cmd.args([bootstrap, topic, group, "--idempotent", "--ca"])
+            .arg(ca);
+        Self::start_command(cmd)
+    }
+
     /// Starts it inside network namespace `ns` (a test "pod", see
     /// `sluice_testkit::netns`), not idempotent.
     pub fn start_in(ns: &str, bootstrap: &str, topic: &str, group: &str) -> Steady {

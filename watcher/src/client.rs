@@ -295,6 +295,7 @@ mod tests {
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
+            clusters_rotated: Vec::new(),
             clusters_unchanged: vec!["a".to_owned()],
             duration_ms: 1.5,
             restart_required: vec!["admin.listen changed".to_owned()],

@@ -103,7 +103,7 @@ fn self_signed(name: &str) -> (String, String) {
 }
 
 #[test]
-fn a_rotated_certificate_at_the_same_path_is_a_modification() {
+fn a_rotated_certificate_is_a_rotation_and_anything_more_a_modification() {
     let (cert1, key1) = self_signed("proxy.local");
     let (cert2, key2) = self_signed("proxy.local");
     let tls = "      tls: { certFile: /tls/tls.crt, keyFile: /tls/tls.key }\n";
@@ -122,13 +122,35 @@ fn a_rotated_certificate_at_the_same_path_is_a_modification() {
         .with("/tls/tls.key", key2);
     let d = diff(&parse(&text, &before), &parse(&text, &after));
     assert_eq!(d.unchanged, ["plain"]);
-    assert_eq!(d.modified.len(), 1);
+    assert!(d.modified.is_empty());
+    assert_eq!(d.rotated.len(), 1);
+    assert_eq!(d.rotated[0].name, "secure");
     assert_eq!(
-        d.modified[0].reasons,
+        d.rotated[0].reasons,
         [
             "gateway.tls.certFile content changed",
             "gateway.tls.keyFile content changed"
         ]
+    );
+    assert!(!d.is_empty());
+    // New paths to the same kind of file: still a rotation.
+    let moved = text.replace("/tls/tls.", "/tls2/tls.");
+    let (cert3, key3) = self_signed("proxy.local");
+    let at_new_paths = MemoryFiles::default()
+        .with("/tls2/tls.crt", cert3)
+        .with("/tls2/tls.key", key3);
+    let d = diff(&parse(&text, &before), &parse(&moved, &at_new_paths));
+    assert_eq!(d.rotated.len(), 1);
+    assert_eq!(d.rotated[0].reasons[0], "gateway.tls.certFile changed");
+    // The material and anything else: a modification, both reasons named.
+    let more = text.replace("19000", "19500");
+    let d = diff(&parse(&text, &before), &parse(&more, &after));
+    assert!(d.rotated.is_empty());
+    assert_eq!(d.modified[0].name, "secure");
+    assert!(
+        d.modified[0].reasons.len() > 2,
+        "{:?}",
+        d.modified[0].reasons
     );
 }
 

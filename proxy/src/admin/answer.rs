@@ -50,6 +50,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             clusters_added: changes.added,
             clusters_removed: changes.removed,
             clusters_modified: changes.modified.into_iter().map(modified).collect(),
+            clusters_rotated: changes.rotated.into_iter().map(modified).collect(),
             clusters_unchanged: changes.unchanged,
             duration_ms: duration.as_secs_f64() * 1e3,
             restart_required,
@@ -66,6 +67,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
+            clusters_rotated: Vec::new(),
             clusters_unchanged: unchanged,
             duration_ms: 0.0,
             restart_required,
@@ -119,6 +121,7 @@ fn wire_changes(d: ConfigDiff) -> Changes {
         added: d.added,
         removed: d.removed,
         modified: d.modified.into_iter().map(modified).collect(),
+        rotated: d.rotated.into_iter().map(modified).collect(),
         unchanged: d.unchanged,
         global: d.global,
     }

@@ -71,6 +71,16 @@ fn text(d: &ConfigDiff, same_bytes: bool, out: &mut dyn Write) -> std::io::Resul
             writeln!(out, "    {reason}")?;
         }
     }
+    for m in &d.rotated {
+        writeln!(
+            out,
+            "^ {}: TLS material rotated in place, connections stay",
+            m.name
+        )?;
+        for reason in &m.reasons {
+            writeln!(out, "    {reason}")?;
+        }
+    }
     for name in &d.unchanged {
         writeln!(out, "= {name}: unchanged, not touched")?;
     }

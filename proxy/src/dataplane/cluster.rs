@@ -29,16 +29,42 @@ pub(crate) struct NodeAddr {
     pub port: u16,
 }
 
+/// A generation's TLS: what it accepts clients with, and connects to the
+/// brokers with.
+#[derive(Clone, Default)]
+pub(crate) struct Tls {
+    acceptor: Option<TlsAcceptor>,
+    connector: Option<TlsConnector>,
+}
+
+impl Tls {
+    /// Built from a cluster's loaded material: fails on material rustls
+    /// refuses, before anything running is touched.
+    pub(crate) fn of(config: &VirtualCluster) -> Result<Tls, TlsError> {
+        let acceptor = match &config.gateway.tls {
+            Some(t) => Some(tls::acceptor(&t.material.0)?),
+            None => None,
+        };
+        let connector = match &config.upstream.tls {
+            Some(t) => Some(tls::connector(&t.material.0)?),
+            None => None,
+        };
+        Ok(Tls {
+            acceptor,
+            connector,
+        })
+    }
+}
+
 /// A running generation of a virtual cluster.
 pub(crate) struct ClusterRuntime {
     /// The cluster's configuration.
     pub config: VirtualCluster,
     /// Increases with every reload that touches the cluster.
     pub generation: u64,
-    /// TLS for clients, when configured.
-    pub acceptor: Option<TlsAcceptor>,
-    /// TLS towards the brokers, when configured.
-    pub connector: Option<TlsConnector>,
+    /// TLS for clients and towards the brokers, when configured; swapped in
+    /// place when only the material changes (see [`ClusterRuntime::rotate`]).
+    tls: RwLock<Tls>,
     /// What clients are told in broker addresses.
     pub advertised: Advertised,
     /// Filters applied to every request, in order.
@@ -85,14 +111,7 @@ impl ClusterRuntime {
         metrics: &Arc<Metrics>,
         generation_gauge: Gauge,
     ) -> Result<Arc<Self>, TlsError> {
-        let acceptor = match &config.gateway.tls {
-            Some(t) => Some(tls::acceptor(&t.material.0)?),
-            None => None,
-        };
-        let connector = match &config.upstream.tls {
-            Some(t) => Some(tls::connector(&t.material.0)?),
-            None => None,
-        };
+        let tls = Tls::of(config)?;
         let mut decoded: HashSet<i16> = REWRITTEN_APIS.iter().map(|k| *k as i16).collect();
         for filter in &config.filters {
             decoded.extend(filter.decoded_apis());
@@ -108,8 +127,7 @@ impl ClusterRuntime {
             budget: Arc::clone(metrics.budget()),
             config: config.clone(),
             generation,
-            acceptor,
-            connector,
+            tls: RwLock::new(tls),
             decoded,
             nodes: RwLock::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
@@ -121,6 +139,33 @@ impl ClusterRuntime {
             drain_spread_ms: AtomicU64::new(0),
             generation_gauge,
         }))
+    }
+
+    /// The acceptor new client connections use now.
+    pub(crate) fn acceptor(&self) -> Option<TlsAcceptor> {
+        self.tls
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .acceptor
+            .clone()
+    }
+
+    /// The connector new upstream connections use now.
+    pub(crate) fn connector(&self) -> Option<TlsConnector> {
+        self.tls
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .connector
+            .clone()
+    }
+
+    /// Swaps in new TLS material: new handshakes use it, connections made
+    /// before keep theirs. The generation stays the same.
+    pub(crate) fn rotate(&self, tls: Tls) {
+        *self
+            .tls
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tls;
     }
 
     /// Starts from what an earlier generation learned about the same

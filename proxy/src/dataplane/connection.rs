@@ -205,7 +205,7 @@ pub(crate) async fn serve(
 
 async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
     let _ = tcp.set_nodelay(true);
-    let client: BoxIo = match &cluster.acceptor {
+    let client: BoxIo = match cluster.acceptor() {
         Some(acceptor) => {
             let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
                 .await

@@ -76,7 +76,8 @@ pub(crate) async fn connect(
     host: &str,
     port: u16,
 ) -> Result<BoxIo, UpstreamError> {
-    let tls = cluster.connector.as_ref().map(|connector| Tls {
+    let connector = cluster.connector();
+    let tls = connector.as_ref().map(|connector| Tls {
         connector,
         server_name: cluster
             .config

@@ -1,5 +1,6 @@
 //! The reload's upstream check, between diff and prepare: every cluster the
-//! reload adds, and every modified cluster whose `upstream` changed (unless
+//! reload adds, and every modified or rotated cluster whose `upstream`
+//! changed (a new CA must still verify the brokers) (unless
 //! it says `checkOnReload: false`), is checked against its new upstream at
 //! once, outside the engine's lock, so status and other admin reads never
 //! wait on it. A failure fails the reload with nothing changed.
@@ -22,6 +23,7 @@ fn to_check<'a>(config: &'a ProxyConfig, changes: &ConfigDiff) -> Vec<&'a Virtua
                 || changes
                     .modified
                     .iter()
+                    .chain(&changes.rotated)
                     .any(|m| m.name == name && m.reasons.iter().any(|r| r.starts_with("upstream.")))
         })
         .collect()

@@ -15,80 +15,22 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use sluice_admin_api::{ReloadStage, UpstreamCheckFailure};
+use sluice_admin_api::ReloadStage;
 
 use super::{Engine, check, prepare};
 use crate::config::model::StartupPolicy;
-use crate::config::{ConfigDiff, ConfigError, ConfigVersion, diff, validate};
-use crate::dataplane::check::CheckFailed;
+use crate::config::{ConfigVersion, diff, validate};
+use crate::dataplane::cluster::Tls;
 
+mod outcome;
 mod report;
 
+pub use outcome::ReloadOutcome;
+use outcome::upstream_failed;
 use report::restart_required;
 
 /// How long a reload waits for the ports it released to be free.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// How a reload ended.
-#[derive(Debug, Clone)]
-pub enum ReloadOutcome {
-    /// The new configuration is in force.
-    Applied {
-        /// Its version.
-        version: ConfigVersion,
-        /// What changed.
-        changes: ConfigDiff,
-        /// From receipt to commit.
-        duration: Duration,
-        /// Settings in force that take effect only at the next start.
-        restart_required: Vec<String>,
-        /// Clusters that could not start (best-effort only), and why.
-        failed: Vec<(String, String)>,
-    },
-    /// The configuration in force was sent again (same bytes, same files).
-    Unchanged {
-        /// The version in force.
-        version: ConfigVersion,
-        /// Every cluster, all left alone.
-        unchanged: Vec<String>,
-        /// Settings in force that take effect only at the next start (set
-        /// by an earlier reload).
-        restart_required: Vec<String>,
-    },
-    /// The configuration is invalid; nothing was touched.
-    Rejected {
-        /// Version of the bytes sent.
-        version: ConfigVersion,
-        /// Every error.
-        errors: Vec<ConfigError>,
-    },
-    /// `If-Match` named a version other than the one in force.
-    PreconditionFailed {
-        /// The version in force.
-        current: ConfigVersion,
-    },
-    /// Preparing failed (a port taken, say), or the upstream check did;
-    /// nothing was touched.
-    Failed {
-        /// What failed.
-        reason: String,
-        /// The version still in force.
-        current: ConfigVersion,
-        /// The upstream check's failures, per bootstrap server, if that is
-        /// what failed (final for this version).
-        upstream: Vec<UpstreamCheckFailure>,
-    },
-    /// Another reload is running.
-    Busy {
-        /// When it started.
-        since: SystemTime,
-    },
-    /// The proxy is stopping; nothing was touched.
-    ShuttingDown {
-        /// The version still in force.
-        current: ConfigVersion,
-    },
-}
 
 /// Holds the one-reload-at-a-time slot and says which step the reload is
 /// at; frees the slot and wakes whoever waits for it when dropped.
@@ -161,7 +103,6 @@ impl Engine {
             Err(since) => (ReloadOutcome::Busy { since }, None),
             Ok(slot) => {
                 let bytes = read()?;
-                let requested = ConfigVersion::of(&bytes);
                 let outcome = self.reload_exclusive(&bytes, if_match, start, &slot);
                 if let (ReloadOutcome::Applied { .. }, Some(persist)) =
                     (&outcome, self.persist.get())
@@ -169,11 +110,29 @@ impl Engine {
                     slot.at(ReloadStage::Persist);
                     persist(&bytes);
                 }
-                (outcome, Some(requested))
+                let failed = matches!(
+                    outcome,
+                    ReloadOutcome::Rejected { .. } | ReloadOutcome::Failed { .. }
+                );
+                (outcome, Some(self.attempted(&bytes, failed)))
             }
         };
-        self.report(&outcome, at, requested.as_ref(), start.elapsed());
+        self.report(&outcome, at, requested.as_deref(), start.elapsed());
         Ok(outcome)
+    }
+
+    /// The version an attempt with `bytes` is recorded under: theirs, or,
+    /// when it `failed` with the very bytes in force (only referenced files
+    /// changed: a renewed certificate, say), its effective version, so the
+    /// failure is never pinned on the version in force.
+    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> String {
+        let version = ConfigVersion::of(bytes);
+        if failed && version == self.config().version {
+            return crate::config::validate_referenced(bytes, &*self.files)
+                .1
+                .effective_version;
+        }
+        version.to_string()
     }
 
     /// Waits until no reload runs (at once when none does), for a caller
@@ -246,14 +205,59 @@ impl Engine {
                 unchanged: changes.unchanged,
             };
         }
+        // A serving cluster whose only change is TLS material keeps its
+        // generation: the material is swapped in at commit. One that is not
+        // serving starts a generation, as a retry does.
+        let rotating: Vec<&str> = changes
+            .rotated
+            .iter()
+            .map(|m| m.name.as_str())
+            .filter(|n| serving.contains(*n))
+            .collect();
         let starting = |name: &str| {
             changes.added.iter().any(|n| n == name)
                 || changes.modified.iter().any(|m| m.name == name)
+                || changes
+                    .rotated
+                    .iter()
+                    .any(|m| m.name == name && !rotating.contains(&name))
                 || retry.iter().any(|n| n == name)
         };
+        let now = SystemTime::now();
+        for c in new.config.virtual_clusters.iter() {
+            let name = c.name.as_str();
+            if !starting(name) && !rotating.contains(&name) {
+                continue;
+            }
+            if let Some(why) = crate::certs::expired_new(current.config.cluster(name), c, now) {
+                return ReloadOutcome::Failed {
+                    reason: format!("virtual cluster {name}: {why}"),
+                    current: current.version,
+                    upstream: Vec::new(),
+                };
+            }
+        }
 
         // Prepare: everything that can fail, before anything is touched.
         slot.at(ReloadStage::Prepare);
+        // Rotations first: the new material, built now (rustls may refuse
+        // it), swapped in at commit.
+        let mut rotations = Vec::new();
+        for name in &rotating {
+            let Some(c) = new.config.cluster(name) else {
+                continue;
+            };
+            match Tls::of(c) {
+                Ok(tls) => rotations.push((c, tls)),
+                Err(e) => {
+                    return ReloadOutcome::Failed {
+                        reason: format!("virtual cluster {name}: new TLS material refused: {e}"),
+                        current: current.version,
+                        upstream: Vec::new(),
+                    };
+                }
+            }
+        }
         let isolate = new.config.startup_policy == StartupPolicy::BestEffort;
         let mut failure = None;
         let mut isolated = Vec::new();
@@ -311,6 +315,17 @@ impl Engine {
             }
             if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
                 replaced.push((name, old));
+            }
+        }
+        for (c, tls) in rotations {
+            if let Some(runtime) = inner
+                .clusters
+                .get(c.name.as_str())
+                .and_then(|g| g.runtime.as_ref())
+            {
+                runtime.rotate(tls);
+                self.expiry.set(c);
+                tracing::info!(cluster = %c.name, generation = runtime.generation, "TLS material rotated in place: new handshakes use it, connections stay");
             }
         }
         let mut failed = Vec::new();
@@ -379,32 +394,5 @@ impl Engine {
         for f in isolated {
             prepare::discarded(&f.name, f.generation, f.why, &self.events);
         }
-    }
-}
-
-/// The outcome of a failed upstream check: final for the version.
-fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) -> ReloadOutcome {
-    let reason = failed
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    let upstream = failed
-        .into_iter()
-        .flat_map(|f| {
-            let cluster = f.cluster;
-            f.servers
-                .into_iter()
-                .map(move |(address, cause)| UpstreamCheckFailure {
-                    cluster: cluster.clone(),
-                    address,
-                    cause: cause.to_string(),
-                })
-        })
-        .collect();
-    ReloadOutcome::Failed {
-        reason,
-        current,
-        upstream,
     }
 }

@@ -51,9 +51,21 @@ impl Engine {
                 referenced,
             },
         };
-        let errors = match &outcome {
-            ValidateOutcome::Valid { .. } => 0,
-            ValidateOutcome::Invalid { errors, .. } => errors.len(),
+        let (errors, requested) = match &outcome {
+            ValidateOutcome::Valid { .. } => (0, requested),
+            ValidateOutcome::Invalid {
+                errors, referenced, ..
+            } => {
+                // The bytes in force with other files: recorded under the
+                // effective version, never as a failure of the version in
+                // force.
+                let requested = if requested == current.version.as_str() {
+                    referenced.effective_version.clone()
+                } else {
+                    requested
+                };
+                (errors.len(), requested)
+            }
         };
         self.record_validation(requested, errors);
         outcome

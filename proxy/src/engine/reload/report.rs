@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use sluice_admin_api::FailureStage;
 
 use super::ReloadOutcome;
-use crate::config::{ConfigVersion, ProxyConfig};
+use crate::config::ProxyConfig;
 use crate::engine::Engine;
 use crate::engine::status::Touched;
 use crate::events::ReloadResult;
@@ -16,11 +16,11 @@ impl Engine {
         &self,
         outcome: &ReloadOutcome,
         at: SystemTime,
-        requested: Option<&ConfigVersion>,
+        requested: Option<&str>,
         took: Duration,
     ) {
         // Unknown for a SIGHUP refused before it read the file.
-        let version = requested.map(ToString::to_string).unwrap_or_default();
+        let version = requested.unwrap_or_default().to_owned();
         let (result, modified, error) = match outcome {
             ReloadOutcome::Applied { changes, .. } => {
                 let touched = Touched {

@@ -17,6 +17,8 @@ use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_testkit::volume::Volume;
 use sluice_testkit::watcher::Watcher;
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::python::Steady;
 
 /// A resync far beyond each test, so only watched changes can act.
 const NO_RESYNC: [&str; 6] = ["--stagger", "0s", "--jitter", "0s", "--resync", "1h"];
@@ -99,15 +101,24 @@ fn a_configuration_rejected_for_a_missing_certificate_is_applied_once_it_appears
 }
 
 #[test]
-fn a_renewed_certificate_reaches_new_handshakes_with_the_configuration_unchanged() {
+fn a_renewed_certificate_reaches_new_handshakes_in_place_and_connected_clients_stay() {
+    let tansu = Tansu::start();
+    tansu.create_topic("renewed", 1);
     let port = ports(2);
     let dir = tempfile::tempdir().expect("dir");
     let ca = Ca::new("renewed");
+    let ca_file = ca.write(dir.path(), "ca.pem");
     let mut secret = Volume::create_files(&made(&dir, "secret"), &pair(&ca.server("one", 1001)));
-    let mut proxy = Proxy::start(&with_tls("{admin}", port, &secret));
-    // The handshakes below are not Kafka clients: nothing upstream.
-    proxy.allow("bootstrap server unreachable");
-    let text = proxy.render(&with_tls("{admin}", port, &secret));
+    let text = with_tls("{admin}", port, &secret)
+        .replace("127.0.0.1:9", &tansu.addr)
+        .replace(
+            "count: 1 }",
+            &format!("count: 1, firstNodeId: {TANSU_NODE_ID} }}"),
+        );
+    let mut proxy = Proxy::start(&text);
+    // The bare handshakes below are not Kafka clients.
+    proxy.allow("connection closed");
+    let text = proxy.render(&text);
     let config = Volume::create(&made(&dir, "config"), "proxy.yaml", text.as_bytes());
     let watcher = Watcher::start(&config.path(), &proxy.admin, &NO_RESYNC);
     // Its first reconcile found the proxy in sync.
@@ -117,7 +128,15 @@ fn a_renewed_certificate_reaches_new_handshakes_with_the_configuration_unchanged
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(served_serial(port, &ca), "1001");
-    let before = proxy.status();
+    let client = Steady::start_tls(
+        &format!("localhost:{port}"),
+        "renewed",
+        "renewed-group",
+        &ca_file,
+    );
+    let generation = |p: &Proxy| p.clusters().clusters[0].generation;
+    let (before, first_generation) = (proxy.status(), generation(&proxy));
+    let drained = "sluice_drained_connections_total";
 
     secret.swap_files(&pair(&ca.server("two", 1002)));
     let swapped = Instant::now();
@@ -129,9 +148,57 @@ fn a_renewed_certificate_reaches_new_handshakes_with_the_configuration_unchanged
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let took = swapped.elapsed();
     let after = proxy.status();
     assert_eq!(after.current_config_version, before.current_config_version);
     assert_eq!(after.current_config_version, version(&text));
     assert_ne!(after.effective_version, before.effective_version);
-    proxy.assert_clean_logs();
+    assert_eq!(generation(&proxy), first_generation, "no new generation");
+    assert_eq!(proxy.metric(drained), 0.0, "nothing drained");
+    let report = client.finish();
+    assert_eq!(report["lost"], 0, "{report}");
+    assert_eq!(report["error_count"], 0, "{report}");
+    assert_eq!(report["disconnects"], 0, "{report}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    eprintln!("renewed certificate served {took:?} after the swap");
+}
+
+#[test]
+fn a_mismatched_pair_in_the_secret_is_refused_and_the_old_pair_keeps_serving() {
+    let port = ports(2);
+    let dir = tempfile::tempdir().expect("dir");
+    let ca = Ca::new("mismatch");
+    let mut secret = Volume::create_files(&made(&dir, "secret"), &pair(&ca.server("good", 21)));
+    let mut proxy = Proxy::start(&with_tls("{admin}", port, &secret));
+    proxy.allow("does not match");
+    proxy.allow("bootstrap server unreachable");
+    let text = proxy.render(&with_tls("{admin}", port, &secret));
+    let config = Volume::create(&made(&dir, "config"), "proxy.yaml", text.as_bytes());
+    let mut watcher = Watcher::start(&config.path(), &proxy.admin, &NO_RESYNC);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while watcher.metric("sluice_watcher_reloads_total{result=\"unchanged\"}") < 1.0 {
+        assert!(Instant::now() < deadline, "the watcher never reconciled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = proxy.status();
+
+    // A certificate with another pair's key.
+    let (new, other) = (ca.server("new", 22), ca.server("other", 23));
+    let mismatched = [
+        ("tls.crt", new.cert.as_bytes()),
+        ("tls.key", other.key.as_bytes()),
+    ];
+    secret.swap_files(&mismatched);
+    watcher.wait_for_log("does not match", Duration::from_secs(30));
+    assert!(watcher.metric("sluice_watcher_validation_rejections_total") >= 1.0);
+    assert_eq!(served_serial(port, &ca), "21", "the old pair keeps serving");
+    let after = proxy.status();
+    assert_eq!(after.current_config_version, before.current_config_version);
+    assert_eq!(after.effective_version, before.effective_version);
+    let failed = after.last_failed_version.expect("the failure is in status");
+    assert_ne!(
+        failed.version, after.current_config_version,
+        "never pinned on the version in force"
+    );
+    assert!(failed.reason.contains("invalid"), "{failed:?}");
 }

@@ -1,0 +1,96 @@
+//! How a reload ended.
+
+use std::time::{Duration, SystemTime};
+
+use sluice_admin_api::UpstreamCheckFailure;
+
+use crate::config::{ConfigDiff, ConfigError, ConfigVersion};
+use crate::dataplane::check::CheckFailed;
+
+/// How a reload ended.
+#[derive(Debug, Clone)]
+pub enum ReloadOutcome {
+    /// The new configuration is in force.
+    Applied {
+        /// Its version.
+        version: ConfigVersion,
+        /// What changed.
+        changes: ConfigDiff,
+        /// From receipt to commit.
+        duration: Duration,
+        /// Settings in force that take effect only at the next start.
+        restart_required: Vec<String>,
+        /// Clusters that could not start (best-effort only), and why.
+        failed: Vec<(String, String)>,
+    },
+    /// The configuration in force was sent again (same bytes, same files).
+    Unchanged {
+        /// The version in force.
+        version: ConfigVersion,
+        /// Every cluster, all left alone.
+        unchanged: Vec<String>,
+        /// Settings in force that take effect only at the next start (set
+        /// by an earlier reload).
+        restart_required: Vec<String>,
+    },
+    /// The configuration is invalid; nothing was touched.
+    Rejected {
+        /// Version of the bytes sent.
+        version: ConfigVersion,
+        /// Every error.
+        errors: Vec<ConfigError>,
+    },
+    /// `If-Match` named a version other than the one in force.
+    PreconditionFailed {
+        /// The version in force.
+        current: ConfigVersion,
+    },
+    /// Preparing failed (a port taken, say), or the upstream check did;
+    /// nothing was touched.
+    Failed {
+        /// What failed.
+        reason: String,
+        /// The version still in force.
+        current: ConfigVersion,
+        /// The upstream check's failures, per bootstrap server, if that is
+        /// what failed (final for this version).
+        upstream: Vec<UpstreamCheckFailure>,
+    },
+    /// Another reload is running.
+    Busy {
+        /// When it started.
+        since: SystemTime,
+    },
+    /// The proxy is stopping; nothing was touched.
+    ShuttingDown {
+        /// The version still in force.
+        current: ConfigVersion,
+    },
+}
+
+/// The outcome of a failed upstream check: final for the version.
+pub(super) fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) -> ReloadOutcome {
+    let reason = failed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let upstream = failed
+        .into_iter()
+        .flat_map(|f| {
+            let cluster = f.cluster;
+            f.servers
+                .into_iter()
+                .map(move |(address, cause)| UpstreamCheckFailure {
+                    cluster: cluster.clone(),
+                    address,
+                    cause: cause.to_string(),
+                })
+        })
+        .collect();
+    ReloadOutcome::Failed {
+        reason,
+        current,
+        upstream,
+    }
+}
