@@ -11,8 +11,9 @@ use sluice_webhook::run;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let options = args.options().unwrap_or_else(|e| e.exit());
     sluice_process::init_tracing(args.log_format, "info");
     exit::block_on(Threads::Many, async {
-        exit::report(run::run(args.options()).await)
+        exit::report(run::run(options).await)
     })
 }

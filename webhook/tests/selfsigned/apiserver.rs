@@ -1,0 +1,385 @@
+//! A stand-in for kube-apiserver that answers exactly the calls the
+//! self-signed mode makes: GET, PUT and POST of one Secret, GET and merge
+//! PATCH of one ValidatingWebhookConfiguration. It starts from objects in
+//! `tests/fixtures/apiserver/` written as the API server returns them
+//! (same fields, defaults and `Status` bodies; managedFields left out), and
+//! keeps the API server's rules that matter here: every write bumps the
+//! `resourceVersion`; a PUT or PATCH naming an older one gets 409 Conflict.
+//! It can be stopped (connections refused and cut) and started again.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
+
+const SECRET: &str = "/api/v1/namespaces/{ns}/secrets/{name}";
+const SECRETS: &str = "/api/v1/namespaces/{ns}/secrets";
+const CONFIG: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}";
+
+/// A recorded body from `tests/fixtures/apiserver/`.
+pub(crate) fn recorded(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/apiserver")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("a recorded body is JSON")
+}
+
+/// The objects and what happened to them.
+#[derive(Debug)]
+struct Cluster {
+    secret: Option<Value>,
+    config: Value,
+    version: u64,
+    /// 409s answered to Secret writes.
+    secret_conflicts: usize,
+    /// 409s answered to configuration patches.
+    config_conflicts: usize,
+    /// Secret reads still to hold at the barrier.
+    held: usize,
+}
+
+#[derive(Clone)]
+struct Shared {
+    cluster: Arc<Mutex<Cluster>>,
+    barrier: Arc<Mutex<Option<Arc<Barrier>>>>,
+}
+
+impl Shared {
+    fn with<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        f(&mut self.cluster.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The fake API server.
+pub(crate) struct ApiServer {
+    addr: SocketAddr,
+    shared: Shared,
+    stop: Mutex<CancellationToken>,
+}
+
+impl ApiServer {
+    /// Serves the recorded empty Secret and webhook configuration on a port
+    /// of the test kit's.
+    pub(crate) async fn start() -> ApiServer {
+        let port = sluice_testkit::ports::port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let cluster = Cluster {
+            secret: Some(recorded("secret-empty.json")),
+            config: recorded("validatingwebhookconfiguration.json"),
+            version: 4102,
+            secret_conflicts: 0,
+            config_conflicts: 0,
+            held: 0,
+        };
+        let shared = Shared {
+            cluster: Arc::new(Mutex::new(cluster)),
+            barrier: Arc::new(Mutex::new(None)),
+        };
+        let server = ApiServer {
+            addr,
+            shared,
+            stop: Mutex::new(CancellationToken::new()),
+        };
+        server.listen().await;
+        server
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kube client pointed at this server.
+    pub(crate) fn client(&self) -> kube::Client {
+        let config = kube::Config::new(self.url().parse().expect("url"));
+        kube::Client::try_from(config).expect("kube client")
+    }
+
+    /// The Secret does not exist at all.
+    pub(crate) fn delete_secret(&self) {
+        self.shared.with(|c| c.secret = None);
+    }
+
+    /// The next `n` Secret reads wait for each other, so `n` replicas read
+    /// the same version before any of them writes.
+    pub(crate) fn hold_secret_reads(&self, n: usize) {
+        self.shared.with(|c| c.held = n);
+        *self
+            .shared
+            .barrier
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Barrier::new(n)));
+    }
+
+    /// 409 answers given so far to Secret writes and configuration patches.
+    pub(crate) fn conflicts(&self) -> (usize, usize) {
+        self.shared
+            .with(|c| (c.secret_conflicts, c.config_conflicts))
+    }
+
+    /// The Secret's `data`, decoded (empty when it has none).
+    pub(crate) fn secret_data(&self, key: &str) -> Option<String> {
+        use base64::Engine as _;
+        let value = self.shared.with(|c| c.secret.clone())?;
+        let encoded = value["data"][key].as_str()?.to_owned();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("base64");
+        Some(String::from_utf8(bytes).expect("PEM text"))
+    }
+
+    /// The caBundle of every webhook in the configuration, decoded.
+    pub(crate) fn ca_bundles(&self) -> Vec<Option<String>> {
+        use base64::Engine as _;
+        let config = self.shared.with(|c| c.config.clone());
+        config["webhooks"]
+            .as_array()
+            .expect("webhooks")
+            .iter()
+            .map(|w| {
+                let encoded = w["clientConfig"]["caBundle"].as_str()?;
+                let pem = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .ok()?;
+                String::from_utf8(pem).ok()
+            })
+            .collect()
+    }
+
+    fn token(&self) -> std::sync::MutexGuard<'_, CancellationToken> {
+        self.stop.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refuses connections and cuts the open ones.
+    pub(crate) fn stop(&self) {
+        self.token().cancel();
+    }
+
+    /// Listens again on the same port.
+    pub(crate) async fn restart(&self) {
+        *self.token() = CancellationToken::new();
+        self.listen().await;
+    }
+
+    async fn listen(&self) {
+        let listener = TcpListener::bind(self.addr)
+            .await
+            .expect("bind the API server");
+        let app = Router::new()
+            .route(SECRET, get(get_secret).put(put_secret))
+            .route(SECRETS, post(post_secret))
+            .route(CONFIG, get(get_config).patch(patch_config))
+            .with_state(self.shared.clone());
+        let stop = self.token().clone();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(_) => continue,
+                    },
+                    () = stop.cancelled() => return,
+                };
+                let service = TowerToHyperService::new(app.clone());
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service);
+                    tokio::select! {
+                        _ = conn => {}
+                        () = stop.cancelled() => {}
+                    }
+                });
+            }
+        });
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn json(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// A `Status` answer in the recorded shape of `base` with this code,
+/// reason and message.
+fn status(
+    base: &str,
+    code: u16,
+    reason: &str,
+    message: String,
+    kind: &str,
+    name: &str,
+) -> Response {
+    let mut body = recorded(base);
+    body["code"] = code.into();
+    body["reason"] = reason.into();
+    body["message"] = message.into();
+    body["details"] = serde_json::json!({ "name": name, "kind": kind });
+    json(StatusCode::from_u16(code).expect("status"), body)
+}
+
+fn not_found(name: &str) -> Response {
+    let message = format!("secrets \"{name}\" not found");
+    status("not-found.json", 404, "NotFound", message, "secrets", name)
+}
+
+fn conflict(kind: &str, name: &str) -> Response {
+    let message = format!(
+        "Operation cannot be fulfilled on {kind} \"{name}\": the object has been modified; \
+         please apply your changes to the latest version and try again"
+    );
+    status("conflict.json", 409, "Conflict", message, kind, name)
+}
+
+/// Stores `object` as a new version.
+fn bump(c: &mut Cluster, object: &mut Value) {
+    c.version += 1;
+    object["metadata"]["resourceVersion"] = c.version.to_string().into();
+}
+
+async fn get_secret(State(s): State<Shared>, Path((_, name)): Path<(String, String)>) -> Response {
+    let barrier = s.with(|c| {
+        (c.held > 0).then(|| {
+            c.held -= 1;
+        })
+    });
+    if barrier.is_some() {
+        let b = s
+            .barrier
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(b) = b {
+            b.wait().await;
+        }
+    }
+    match s.with(|c| c.secret.clone()) {
+        Some(secret) => json(StatusCode::OK, secret),
+        None => not_found(&name),
+    }
+}
+
+async fn put_secret(
+    State(s): State<Shared>,
+    Path((_, name)): Path<(String, String)>,
+    axum::Json(mut body): axum::Json<Value>,
+) -> Response {
+    s.with(|c| {
+        let Some(current) = &c.secret else {
+            return not_found(&name);
+        };
+        // As the API server does: no resourceVersion is an unconditional
+        // update, an old one is a conflict.
+        let version = &body["metadata"]["resourceVersion"];
+        if !version.is_null() && *version != current["metadata"]["resourceVersion"] {
+            c.secret_conflicts += 1;
+            return conflict("secrets", &name);
+        }
+        body["metadata"]["uid"] = current["metadata"]["uid"].clone();
+        body["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+        bump(c, &mut body);
+        c.secret = Some(body.clone());
+        json(StatusCode::OK, body)
+    })
+}
+
+async fn post_secret(State(s): State<Shared>, axum::Json(mut body): axum::Json<Value>) -> Response {
+    s.with(|c| {
+        let name = body["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if c.secret.is_some() {
+            let message = format!("secrets \"{name}\" already exists");
+            return status(
+                "conflict.json",
+                409,
+                "AlreadyExists",
+                message,
+                "secrets",
+                &name,
+            );
+        }
+        body["metadata"]["uid"] = "3f2b8c1d-6e4a-4b9f-a0c2-5d7e9f1b3a64".into();
+        body["metadata"]["creationTimestamp"] = "2026-11-22T04:05:00Z".into();
+        bump(c, &mut body);
+        c.secret = Some(body.clone());
+        json(StatusCode::CREATED, body)
+    })
+}
+
+async fn get_config(State(s): State<Shared>) -> Response {
+    json(StatusCode::OK, s.with(|c| c.config.clone()))
+}
+
+async fn patch_config(
+    State(s): State<Shared>,
+    headers: axum::http::HeaderMap,
+    axum::Json(patch): axum::Json<Value>,
+) -> Response {
+    let merge = headers
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes() == b"application/merge-patch+json");
+    if !merge {
+        let message = "only merge patches are recorded here".to_owned();
+        return status(
+            "conflict.json",
+            415,
+            "UnsupportedMediaType",
+            message,
+            "",
+            "",
+        );
+    }
+    s.with(|c| {
+        let wanted = &patch["metadata"]["resourceVersion"];
+        if !wanted.is_null() && *wanted != c.config["metadata"]["resourceVersion"] {
+            c.config_conflicts += 1;
+            return conflict(
+                "validatingwebhookconfigurations.admissionregistration.k8s.io",
+                "sluice-webhook",
+            );
+        }
+        let mut config = c.config.clone();
+        merge_patch(&mut config, &patch);
+        bump(c, &mut config);
+        c.config = config.clone();
+        json(StatusCode::OK, config)
+    })
+}
+
+/// RFC 7386: objects merge key by key, `null` removes, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let object = target.as_object_mut().expect("an object");
+    for (key, value) in fields {
+        if value.is_null() {
+            object.remove(key);
+        } else {
+            merge_patch(object.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
