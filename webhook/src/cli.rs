@@ -23,7 +23,9 @@ pub use lifetime::parse_lifetime;
 /// invalid, listing every error as `proxy.yaml:LINE:COLUMN: PATH: MESSAGE`.
 /// `/healthz`, `/readyz` and `/metrics` serve probes and Prometheus. The
 /// certificate is reloaded when its files change (a Secret volume's `..data`
-/// swap); SIGTERM stops accepting and lets requests in flight finish.
+/// swap), or, with --self-signed, made and renewed by the webhook itself
+/// without cert-manager; SIGTERM stops accepting and lets requests in
+/// flight finish.
 #[derive(Debug, Parser)]
 #[command(name = "sluice-webhook", version, about, max_term_width = 100)]
 pub struct Args {
@@ -318,5 +320,58 @@ mod tests {
             let e = Args::try_parse_from(base.iter().chain(&bad)).expect_err(bad[1]);
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    const SELF_SIGNED: [&str; 6] = [
+        "sluice-webhook",
+        "--self-signed",
+        "--secret=sluice-system/sluice-webhook-tls",
+        "--webhook-configuration=sluice-webhook",
+        "--cert-hosts=a.svc,127.0.0.1",
+        "--cert-lifetime=10s",
+    ];
+
+    #[test]
+    fn self_signed_names_its_objects_and_lifetimes() {
+        let o = Args::try_parse_from(SELF_SIGNED).expect("parses").options();
+        let Certificate::SelfSigned(s) = o.expect("valid").certificate else {
+            panic!("not self-signed");
+        };
+        assert_eq!(s.secret_name(), "sluice-system/sluice-webhook-tls");
+        assert_eq!(s.configuration, "sluice-webhook");
+        assert_eq!(s.hosts, ["a.svc", "127.0.0.1"]);
+        assert_eq!(s.lifetimes.serving(), Duration::from_secs(10));
+        assert_eq!(s.lifetimes.ca(), Duration::from_secs(3650 * 86_400));
+        let defaults = Args::try_parse_from(&SELF_SIGNED[..5]).expect("parses");
+        assert_eq!(defaults.cert_lifetime, Duration::from_secs(90 * 86_400));
+    }
+
+    #[test]
+    fn self_signed_refuses_what_does_not_go_together() {
+        let parse = |extra: &[&str]| Args::try_parse_from(SELF_SIGNED.iter().chain(extra));
+        // Files and --self-signed exclude each other.
+        assert!(parse(&["--tls-cert", "c"]).is_err());
+        // Neither files nor --self-signed.
+        assert!(Args::try_parse_from(["sluice-webhook"]).is_err());
+        // --self-signed without the objects it looks after.
+        assert!(Args::try_parse_from(&SELF_SIGNED[..3]).is_err());
+        let e = Args::try_parse_from(["sluice-webhook", "--self-signed", "--secret=no-namespace"])
+            .expect_err("not NAMESPACE/NAME");
+        assert!(e.to_string().contains("is not NAMESPACE/NAME"), "{e}");
+        // Valid lifetimes that do not go together: exit status 2, a clear message.
+        let e = parse(&["--ca-lifetime=20s"])
+            .expect("parses")
+            .options()
+            .expect_err("CA too short");
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("the CA's lifetime must be at least three times"),
+            "{e}"
+        );
+        assert!(parse(&["--cert-lifetime=48h"]).is_err());
+        // The self-signed flags need --self-signed.
+        let files = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
+        assert!(Args::try_parse_from(files.iter().chain(&["--secret=a/b"])).is_err());
     }
 }
