@@ -2,18 +2,22 @@
 //! the Secret, replace it under optimistic concurrency (its
 //! `resourceVersion`; a 409 says another replica wrote first), and put the
 //! caBundle into every webhook of the ValidatingWebhookConfiguration with a
-//! merge patch, also guarded by `resourceVersion`.
+//! merge patch, also guarded by `resourceVersion`. The configuration is
+//! read as JSON, not as k8s-openapi's struct, so that fields newer than
+//! that crate survive the patch (a merge patch replaces the whole list).
 //!
 //! RBAC needed: `get` and `update` on the one Secret, `get` and `patch` on
 //! the one ValidatingWebhookConfiguration (both by `resourceNames`). When
 //! the Secret does not exist it is created, which needs `create` on
 //! Secrets in the namespace; the manifests create it empty instead.
 
-use k8s_openapi::ByteString;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::Value;
 
 use super::material::{Material, MaterialError};
 
@@ -56,7 +60,7 @@ pub enum Publication {
 #[derive(Clone)]
 pub struct Objects {
     secrets: Api<Secret>,
-    configs: Api<ValidatingWebhookConfiguration>,
+    configs: Api<DynamicObject>,
     secret: String,
     namespace: String,
     configuration: String,
@@ -85,7 +89,10 @@ impl Objects {
     pub fn new(client: kube::Client, namespace: &str, secret: &str, configuration: &str) -> Self {
         Objects {
             secrets: Api::namespaced(client.clone(), namespace),
-            configs: Api::all(client),
+            configs: Api::all_with(
+                client,
+                &ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
+            ),
             secret: secret.to_owned(),
             namespace: namespace.to_owned(),
             configuration: configuration.to_owned(),
@@ -171,17 +178,26 @@ impl Objects {
             .get(&self.configuration)
             .await
             .map_err(|e| classify(format!("reading {name}"), e))?;
-        let mut webhooks = config.webhooks.unwrap_or_default();
-        let wanted = ByteString(bundle.as_bytes().to_vec());
+        let mut webhooks = match config.data.get("webhooks") {
+            Some(Value::Array(list)) => list.clone(),
+            _ => Vec::new(),
+        };
+        let wanted = Value::from(STANDARD.encode(bundle));
         let stale = webhooks
             .iter()
-            .filter(|w| w.client_config.ca_bundle.as_ref() != Some(&wanted))
+            .filter(|w| w.pointer("/clientConfig/caBundle") != Some(&wanted))
             .count();
         if stale == 0 {
             return Ok(Publication::Unchanged);
         }
         for webhook in &mut webhooks {
-            webhook.client_config.ca_bundle = Some(wanted.clone());
+            // The API server requires clientConfig; one without it is left alone.
+            if let Some(client) = webhook
+                .get_mut("clientConfig")
+                .and_then(Value::as_object_mut)
+            {
+                client.insert("caBundle".to_owned(), wanted.clone());
+            }
         }
         // A merge patch replaces the whole list: it carries every webhook as
         // read, and the resourceVersion makes it fail if the list changed.

@@ -158,6 +158,11 @@ impl ApiServer {
             .collect()
     }
 
+    /// The configuration as it is now.
+    pub(crate) fn configuration(&self) -> Value {
+        self.shared.with(|c| c.config.clone())
+    }
+
     fn token(&self) -> std::sync::MutexGuard<'_, CancellationToken> {
         self.stop.lock().unwrap_or_else(PoisonError::into_inner)
     }

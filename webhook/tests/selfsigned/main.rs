@@ -262,6 +262,17 @@ async fn two_replicas_on_one_empty_secret_end_with_one_ca() {
     for hook in [&a, &b] {
         reviewer::review(hook.addr, &bundle).await.expect("allowed");
     }
+    // The patch set caBundle in every webhook and changed nothing else.
+    let mut after = api.configuration();
+    let recorded = apiserver::recorded("validatingwebhookconfiguration.json");
+    for webhook in after["webhooks"].as_array_mut().expect("webhooks") {
+        let client = webhook["clientConfig"]
+            .as_object_mut()
+            .expect("clientConfig");
+        assert!(client.remove("caBundle").is_some());
+    }
+    after["metadata"]["resourceVersion"] = recorded["metadata"]["resourceVersion"].clone();
+    assert_eq!(after, recorded);
     a.shut_down().await;
     b.shut_down().await;
 }

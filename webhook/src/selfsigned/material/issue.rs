@@ -127,7 +127,10 @@ fn issue_error(e: impl std::fmt::Display) -> MaterialError {
     MaterialError::Issue(e.to_string())
 }
 
-/// `now` and `now + lifetime` as certificate times (x509 counts seconds).
+/// Until `now + lifetime` (never past `cap`), as certificate times (x509
+/// counts seconds). Valid from a little before `now`, a tenth of the
+/// lifetime and at most a minute, so that a caller whose clock is a little
+/// behind does not see a certificate that is not valid yet.
 fn period(
     now: i64,
     lifetime: Duration,
@@ -135,8 +138,9 @@ fn period(
 ) -> Result<CertificateParams, MaterialError> {
     let secs = i64::try_from(lifetime.as_secs()).map_err(issue_error)?;
     let end = now.saturating_add(secs).min(cap.unwrap_or(i64::MAX));
+    let start = now.saturating_sub((secs / 10).min(60));
     let mut params = CertificateParams::default();
-    params.not_before = ASN1Time::from_timestamp(now)
+    params.not_before = ASN1Time::from_timestamp(start)
         .map_err(issue_error)?
         .to_datetime();
     params.not_after = ASN1Time::from_timestamp(end)
