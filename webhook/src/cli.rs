@@ -10,7 +10,7 @@ use sluice_process::LogFormat;
 use sluice_process::duration::{parse_flag, parse_positive_flag};
 
 use crate::run::{Certificate, FileCheck, Options};
-use crate::selfsigned::{Lifetimes, Settings};
+use crate::selfsigned::{Lifetimes, Settings, check_hosts};
 
 mod lifetime;
 
@@ -233,6 +233,7 @@ impl Args {
             (_, _, Some((namespace, secret)), Some(configuration)) if self.self_signed => {
                 let lifetimes = Lifetimes::try_new(self.cert_lifetime, self.ca_lifetime)
                     .map_err(|e| invalid(format!("--cert-lifetime and --ca-lifetime: {e}")))?;
+                check_hosts(&self.cert_hosts).map_err(|e| invalid(format!("--cert-hosts: {e}")))?;
                 Ok(Certificate::SelfSigned(Settings {
                     namespace: namespace.clone(),
                     secret: secret.clone(),
@@ -370,6 +371,12 @@ mod tests {
             "{e}"
         );
         assert!(parse(&["--cert-lifetime=48h"]).is_err());
+        let e = parse(&["--cert-hosts=a.svc,"]).expect("parses").options();
+        assert!(
+            e.expect_err("an empty host")
+                .to_string()
+                .contains("--cert-hosts")
+        );
         // The self-signed flags need --self-signed.
         let files = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
         assert!(Args::try_parse_from(files.iter().chain(&["--secret=a/b"])).is_err());

@@ -17,7 +17,7 @@ pub mod material;
 pub mod plan;
 
 pub use controller::Controller;
-pub use material::Lifetimes;
+pub use material::{Lifetimes, check_hosts};
 
 /// What the self-signed mode looks after, from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

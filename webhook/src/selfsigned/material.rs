@@ -20,7 +20,7 @@ use super::plan::{self, Validity, View};
 
 mod issue;
 
-pub use issue::Lifetimes;
+pub use issue::{Lifetimes, check_hosts};
 
 /// A certificate and its private key, PEM.
 #[derive(Clone, PartialEq, Eq)]

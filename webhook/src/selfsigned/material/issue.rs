@@ -55,6 +55,17 @@ impl Lifetimes {
     }
 }
 
+/// Fails unless every host can go into a certificate (a DNS name or an IP
+/// address), so a typo stops the start instead of every renewal.
+pub fn check_hosts(hosts: &[String]) -> Result<(), String> {
+    if hosts.is_empty() || hosts.iter().any(|h| h.trim().is_empty()) {
+        return Err("give at least one host name, and no empty ones".to_owned());
+    }
+    CertificateParams::new(hosts.to_vec())
+        .map(|_| ())
+        .map_err(|e| format!("{hosts:?} cannot name a certificate: {e}"))
+}
+
 impl Material {
     /// A new CA and a serving certificate it signs for `hosts`.
     pub fn create(
