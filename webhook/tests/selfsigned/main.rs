@@ -6,7 +6,7 @@
 //! on a stale write. The webhook runs in-process, its kube client pointed at
 //! that server; reviews are real AdmissionReview JSON over TLS, each on a new
 //! connection that trusts only the caBundle then in the configuration, as
-//! the API server would.
+//! the API server would (`binary` runs the real binary through a kubeconfig).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod apiserver;
+mod binary;
 mod reviewer;
 
 use apiserver::ApiServer;
