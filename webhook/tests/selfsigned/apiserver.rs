@@ -1,8 +1,11 @@
 //! A stand-in for kube-apiserver that answers exactly the calls the
 //! self-signed mode makes: GET, PUT and POST of one Secret, GET and merge
 //! PATCH of one ValidatingWebhookConfiguration. It starts from objects in
-//! `tests/fixtures/apiserver/` written as the API server returns them
-//! (same fields, defaults and `Status` bodies; managedFields left out), and
+//! `tests/fixtures/apiserver/` in the form kube-apiserver returns them: the
+//! Secret as `kubectl apply` of the overlay leaves it, the configuration
+//! with the defaults the API server fills in, the 404 and 409 `Status`
+//! bodies word for word (managedFields left out; no API server can run on
+//! this machine, so they were transcribed, not captured here), and
 //! keeps the API server's rules that matter here: every write bumps the
 //! `resourceVersion`; a PUT or PATCH naming an older one gets 409 Conflict.
 //! It can be stopped (connections refused and cut) and started again.

@@ -5,8 +5,9 @@
 //! (`tests/fixtures/apiserver/`), with its `resourceVersion` rules and a 409
 //! on a stale write. The webhook runs in-process, its kube client pointed at
 //! that server; reviews are real AdmissionReview JSON over TLS, each on a new
-//! connection that trusts only the caBundle then in the configuration, as
-//! the API server would (`binary` runs the real binary through a kubeconfig).
+//! connection that trusts only the caBundle in the configuration, now or a
+//! second ago, as an API server would (`binary` runs the real binary, which
+//! finds the same server through a kubeconfig).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
