@@ -138,8 +138,17 @@ impl Controller {
         for _ in 0..MAX_CONFLICTS {
             let read = self.objects.read_secret().await?;
             let (current, view) = self.usable(&read);
+            // A configuration that cannot be patched does not stop renewals
+            // (it is counted, and tried again next pass); it only holds back
+            // a new CA.
             let published = match &current {
-                Some(m) if view.is_some() => self.publish(m).await.is_ok(),
+                Some(m) if view.is_some() => {
+                    let outcome = self.publish(m).await;
+                    if outcome.is_err() {
+                        self.metrics.self_signed_failure();
+                    }
+                    outcome.is_ok()
+                }
                 _ => false,
             };
             let now = unix_now();
