@@ -35,6 +35,8 @@ enum CycleError {
     Material(#[from] MaterialError),
     #[error("the Secret was written by someone else {MAX_CONFLICTS} times in a row")]
     Contended,
+    #[error("the API server did not answer within {0:?}")]
+    TimedOut(Duration),
 }
 
 /// Keeps one webhook's certificates current.
@@ -87,7 +89,7 @@ impl Controller {
     pub async fn acquire(&mut self, shutdown: &CancellationToken) -> Option<Arc<CertResolver>> {
         let mut backoff = self.backoff();
         loop {
-            if let Err(error) = self.cycle().await {
+            if let Err(error) = self.bounded_cycle().await {
                 self.failed(&error);
             }
             if let Some(resolver) = &self.resolver {
@@ -109,7 +111,7 @@ impl Controller {
                 () = tokio::time::sleep(wait) => {}
                 () = shutdown.cancelled() => return,
             }
-            wait = match self.cycle().await {
+            wait = match self.bounded_cycle().await {
                 Ok(next) => {
                     backoff.reset();
                     next
@@ -120,6 +122,17 @@ impl Controller {
                 }
             };
         }
+    }
+
+    /// One pass, given at most 30 s (and no more than a third of the
+    /// serving lifetime): an API server that accepts and never answers
+    /// must not hold renewals up.
+    async fn bounded_cycle(&mut self) -> Result<Duration, CycleError> {
+        let limit = (self.settings.lifetimes.serving() / 3)
+            .clamp(Duration::from_secs(1), Duration::from_secs(30));
+        tokio::time::timeout(limit, self.cycle())
+            .await
+            .unwrap_or(Err(CycleError::TimedOut(limit)))
     }
 
     fn backoff(&self) -> Backoff {
