@@ -155,20 +155,25 @@ impl Controller {
             // (it is counted, and tried again next pass); it only holds back
             // a new CA.
             let published = match &current {
-                Some(m) if view.is_some() => {
+                Some(m) => {
                     let outcome = self.publish(m).await;
                     if outcome.is_err() {
                         self.metrics.self_signed_failure();
                     }
                     outcome.is_ok()
                 }
-                _ => false,
+                None => false,
             };
             let now = unix_now();
+            // What the Secret holds is served while it is valid, even if the
+            // step below cannot be written (a replica without `update`
+            // still serves what another wrote).
+            if let (Some(m), Some(v)) = (&current, &view)
+                && !v.serving.expired(now)
+            {
+                self.serve(m)?;
+            }
             let Some(step) = plan(view.as_ref(), now, published) else {
-                if let Some(m) = &current {
-                    self.serve(m)?;
-                }
                 return Ok(view.map_or(RESYNC, |v| next_check(&v, now, RESYNC)));
             };
             let hosts = &self.settings.hosts;
