@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 mod apiserver;
 mod binary;
+mod recovery;
 mod reviewer;
 
 use apiserver::ApiServer;
@@ -34,15 +35,18 @@ struct Running {
 }
 
 impl Running {
-    async fn start(api: &ApiServer, serving: u64, ca: u64) -> Running {
+    /// Serves with these lifetimes (seconds), for 127.0.0.1, the Service's
+    /// name and `more` hosts.
+    async fn start(api: &ApiServer, more: &[&str], serving: u64, ca: u64) -> Running {
         let settings = Settings {
             namespace: "sluice-system".to_owned(),
             secret: "sluice-webhook-tls".to_owned(),
             configuration: "sluice-webhook".to_owned(),
-            hosts: vec![
-                "sluice-webhook.sluice-system.svc".to_owned(),
-                "127.0.0.1".to_owned(),
-            ],
+            hosts: ["sluice-webhook.sluice-system.svc", "127.0.0.1"]
+                .iter()
+                .chain(more)
+                .map(|h| (*h).to_owned())
+                .collect(),
             lifetimes: Lifetimes::try_new(Duration::from_secs(serving), Duration::from_secs(ca))
                 .expect("lifetimes"),
         };
@@ -106,6 +110,24 @@ fn published(api: &ApiServer) -> Option<String> {
         .iter()
         .all(|b| b.as_ref() == Some(&first))
         .then_some(first)
+}
+
+/// Waits for the caBundle to be published.
+async fn wait_for_bundle(api: &ApiServer) -> String {
+    eventually("the caBundle", Duration::from_secs(20), || async {
+        published(api)
+    })
+    .await
+}
+
+/// Waits until a new handshake trusting `bundle` succeeds; the serial and
+/// notAfter of the certificate it got.
+async fn served(addr: SocketAddr, bundle: &str) -> (Vec<u8>, i64) {
+    eventually("a served certificate", Duration::from_secs(20), || {
+        let bundle = bundle.to_owned();
+        async move { reviewer::served(addr, &bundle).await.ok() }
+    })
+    .await
 }
 
 fn cas(bundle: &str) -> usize {
@@ -174,11 +196,8 @@ impl Load {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ten_second_certificate_renews_and_the_ca_rotates_under_continuous_reviews() {
     let api = Arc::new(ApiServer::start().await);
-    let hook = Running::start(&api, 10, 30).await;
-    let first = eventually("the caBundle", Duration::from_secs(20), || async {
-        published(&api)
-    })
-    .await;
+    let hook = Running::start(&api, &[], 10, 30).await;
+    let first = wait_for_bundle(&api).await;
     assert_eq!(cas(&first), 1);
     let first_ca = api
         .secret_data("signing-ca.crt")
@@ -240,21 +259,11 @@ async fn two_replicas_on_one_empty_secret_end_with_one_ca() {
     // Both replicas read the empty Secret before either writes it.
     api.hold_secret_reads(2);
     let (a, b) = tokio::join!(
-        Running::start(&api, 3600, 36_000),
-        Running::start(&api, 3600, 36_000)
+        Running::start(&api, &[], 3600, 36_000),
+        Running::start(&api, &[], 3600, 36_000)
     );
-    let bundle = eventually("the caBundle", Duration::from_secs(20), || async {
-        published(&api)
-    })
-    .await;
-    let served = |addr| {
-        let bundle = bundle.clone();
-        eventually("a served certificate", Duration::from_secs(20), move || {
-            let bundle = bundle.clone();
-            async move { reviewer::served(addr, &bundle).await.ok() }
-        })
-    };
-    let (from_a, from_b) = (served(a.addr).await, served(b.addr).await);
+    let bundle = wait_for_bundle(&api).await;
+    let (from_a, from_b) = (served(a.addr, &bundle).await, served(b.addr, &bundle).await);
     assert_eq!(
         from_a, from_b,
         "both replicas serve the Secret's certificate"
@@ -288,16 +297,9 @@ async fn an_api_server_outage_is_retried_while_the_webhook_keeps_serving() {
     let api = Arc::new(ApiServer::start().await);
     // No Secret at all: the webhook creates it (POST) before filling it.
     api.delete_secret();
-    let hook = Running::start(&api, 10, 30).await;
-    let bundle = eventually("the caBundle", Duration::from_secs(20), || async {
-        published(&api)
-    })
-    .await;
-    let (first, not_after) = eventually("a served certificate", Duration::from_secs(20), || {
-        let bundle = bundle.clone();
-        async move { reviewer::served(hook.addr, &bundle).await.ok() }
-    })
-    .await;
+    let hook = Running::start(&api, &[], 10, 30).await;
+    let bundle = wait_for_bundle(&api).await;
+    let (first, not_after) = served(hook.addr, &bundle).await;
 
     let load = Load::start(&api, hook.addr);
     api.stop();

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
@@ -18,8 +19,21 @@ pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// How long a connection and its handshake, or a request, may take: a
+/// server that does not answer fails the attempt instead of hanging it.
+const LIMIT: Duration = Duration::from_secs(5);
+
 /// A TLS connection to `addr` (as 127.0.0.1) verified against `bundle`.
 async fn connect(
+    addr: SocketAddr,
+    bundle: &str,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    tokio::time::timeout(LIMIT, connect_unbounded(addr, bundle))
+        .await
+        .map_err(|_| format!("no handshake within {LIMIT:?}"))?
+}
+
+async fn connect_unbounded(
     addr: SocketAddr,
     bundle: &str,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
@@ -78,7 +92,10 @@ pub(crate) async fn request(
     tls.write_all(head.as_bytes()).await.map_err(io)?;
     tls.write_all(body).await.map_err(io)?;
     let mut raw = Vec::new();
-    tls.read_to_end(&mut raw).await.map_err(io)?;
+    tokio::time::timeout(LIMIT, tls.read_to_end(&mut raw))
+        .await
+        .map_err(|_| format!("no answer within {LIMIT:?}"))?
+        .map_err(io)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP head")?;
     let status = head
