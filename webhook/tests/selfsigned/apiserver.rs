@@ -21,6 +21,7 @@ use hyper_util::service::TowerToHyperService;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::Barrier;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 mod handlers;
@@ -73,12 +74,39 @@ pub(crate) struct ApiServer {
     addr: SocketAddr,
     shared: Shared,
     stop: Mutex<CancellationToken>,
+    /// With [`ApiServer::start_https`]: its TLS configuration, and the CA
+    /// that signed its certificate (for a kubeconfig).
+    tls: Option<(Arc<rustls::ServerConfig>, String)>,
 }
 
 impl ApiServer {
     /// Serves the recorded empty Secret and webhook configuration on a port
     /// of the test kit's.
     pub(crate) async fn start() -> ApiServer {
+        ApiServer::start_with(None).await
+    }
+
+    /// [`ApiServer::start`] over HTTPS, as a real API server serves, with a
+    /// certificate for 127.0.0.1 from a test CA.
+    pub(crate) async fn start_https() -> ApiServer {
+        use rustls_pki_types::pem::PemObject as _;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let ca = sluice_testkit::certs::Ca::new("kubernetes");
+        let leaf = ca.server("kube-apiserver", 1);
+        let chain = CertificateDer::pem_slice_iter(leaf.cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("certificate");
+        let key = PrivateKeyDer::from_pem_slice(leaf.key.as_bytes()).expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(sluice_webhook::tls::provider())
+            .with_safe_default_protocol_versions()
+            .expect("protocols")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("server configuration");
+        ApiServer::start_with(Some((Arc::new(config), ca.pem.clone()))).await
+    }
+
+    async fn start_with(tls: Option<(Arc<rustls::ServerConfig>, String)>) -> ApiServer {
         let port = sluice_testkit::ports::port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let cluster = Cluster {
@@ -98,14 +126,21 @@ impl ApiServer {
             addr,
             shared,
             stop: Mutex::new(CancellationToken::new()),
+            tls,
         };
         server.listen().await;
         server
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://`.
     pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The CA a client must trust, with [`ApiServer::start_https`].
+    pub(crate) fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_ref().map(|(_, ca)| ca.as_str())
     }
 
     /// A kube client pointed at this server.
@@ -210,6 +245,10 @@ impl ApiServer {
             .route(CONFIG, get(get_config).patch(patch_config))
             .with_state(self.shared.clone());
         let stop = self.token().clone();
+        let tls = self
+            .tls
+            .as_ref()
+            .map(|(c, _)| TlsAcceptor::from(Arc::clone(c)));
         tokio::spawn(async move {
             loop {
                 let (tcp, _) = tokio::select! {
@@ -219,18 +258,32 @@ impl ApiServer {
                     },
                     () = stop.cancelled() => return,
                 };
-                let service = TowerToHyperService::new(app.clone());
-                let stop = stop.clone();
+                let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
                 tokio::spawn(async move {
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), service);
-                    tokio::select! {
-                        _ = conn => {}
-                        () = stop.cancelled() => {}
+                    match tls {
+                        None => serve(tcp, app, stop).await,
+                        Some(tls) => {
+                            if let Ok(stream) = tls.accept(tcp).await {
+                                serve(stream, app, stop).await;
+                            }
+                        }
                     }
                 });
             }
         });
+    }
+}
+
+/// One connection, until it ends or the server stops.
+async fn serve<I>(io: I, app: Router, stop: CancellationToken)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    tokio::select! {
+        _ = conn => {}
+        () = stop.cancelled() => {}
     }
 }
 

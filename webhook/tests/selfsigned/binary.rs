@@ -11,12 +11,16 @@ use sluice_testkit::process::Proc;
 use super::apiserver::ApiServer;
 use super::{cas, eventually, published, reviewer};
 
-/// A kubeconfig whose one context points at `server`.
-fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+/// A kubeconfig whose one context points at `api`, trusting its CA.
+fn kubeconfig(dir: &std::path::Path, api: &ApiServer) -> std::path::PathBuf {
+    use base64::Engine as _;
     let path = dir.join("kubeconfig");
+    let server = api.url();
+    let ca = base64::engine::general_purpose::STANDARD.encode(api.ca_pem().expect("HTTPS"));
     let text = format!(
         "apiVersion: v1\nkind: Config\n\
-         clusters: [{{name: recorded, cluster: {{server: \"{server}\"}}}}]\n\
+         clusters: [{{name: recorded, cluster: {{server: \"{server}\", \
+         certificate-authority-data: \"{ca}\"}}}}]\n\
          users: [{{name: recorded, user: {{}}}}]\n\
          contexts: [{{name: recorded, context: {{cluster: recorded, user: recorded}}}}]\n\
          current-context: recorded\n"
@@ -39,7 +43,8 @@ fn logged(webhook: &mut Proc, message: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_creates_publishes_renews_and_logs_each_step() {
-    let api = ApiServer::start().await;
+    // Over HTTPS, as in a cluster: kube's rustls client in the binary.
+    let api = ApiServer::start_https().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let port = sluice_testkit::ports::port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice-webhook"));
@@ -53,7 +58,7 @@ async fn the_binary_creates_publishes_renews_and_logs_each_step() {
         "--cert-lifetime=6s",
         "--log-format=json",
     ])
-    .env("KUBECONFIG", kubeconfig(dir.path(), &api.url()))
+    .env("KUBECONFIG", kubeconfig(dir.path(), &api))
     .env_remove("SLUICE_LOG")
     .env_remove("KUBERNETES_SERVICE_HOST");
     let mut webhook = Proc::spawn("sluice-webhook", cmd);
