@@ -4,10 +4,14 @@
 //! certificate at two thirds of its life and rotates the CA with an overlap
 //! in which both CAs are trusted. No cert-manager, no script.
 //!
-//! - `plan`: what is due when, from validity periods alone (pure)
-//! - `material`: the Secret's certificates and keys; making them (no I/O)
-//! - `api`: the Kubernetes calls (Secret get/update, configuration patch)
-//! - `controller`: the loop that ties them together and swaps the served pair
+//! - [`plan`]: what is due when, from validity periods alone (pure)
+//! - [`material`]: the Secret's certificates and keys; making them (no I/O)
+//! - [`api`]: the Kubernetes calls (Secret get/update, configuration patch)
+//! - [`controller`]: the loop that ties them together and swaps the served pair
+//!
+//! The modules are public so that their pieces can be read and tested on
+//! their own; [`Controller`], [`Settings`] and [`Lifetimes`] are what the
+//! process uses.
 
 use std::time::Duration;
 
