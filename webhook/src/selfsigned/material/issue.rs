@@ -25,7 +25,7 @@ pub struct Lifetimes {
 const MIN_SERVING: Duration = Duration::from_secs(3);
 
 impl Lifetimes {
-    /// Checks the pair: serving at least [`MIN_SERVING`], and the CA at least
+    /// Checks the pair: serving at least 3 s, and the CA at least
     /// three serving lifetimes, so that the last serving certificate an old
     /// CA signs expires before that CA does.
     pub fn try_new(serving: Duration, ca: Duration) -> Result<Lifetimes, String> {
