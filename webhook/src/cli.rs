@@ -9,7 +9,12 @@ use clap::Parser;
 use sluice_process::LogFormat;
 use sluice_process::duration::{parse_flag, parse_positive_flag};
 
-use crate::run::{FileCheck, Options};
+use crate::run::{Certificate, FileCheck, Options};
+use crate::selfsigned::{Lifetimes, Settings, check_hosts};
+
+mod lifetime;
+
+pub use lifetime::parse_lifetime;
 
 /// Kubernetes validating admission webhook for Sluice proxy ConfigMaps.
 ///
@@ -18,7 +23,9 @@ use crate::run::{FileCheck, Options};
 /// invalid, listing every error as `proxy.yaml:LINE:COLUMN: PATH: MESSAGE`.
 /// `/healthz`, `/readyz` and `/metrics` serve probes and Prometheus. The
 /// certificate is reloaded when its files change (a Secret volume's `..data`
-/// swap); SIGTERM stops accepting and lets requests in flight finish.
+/// swap), or, with --self-signed, made and renewed by the webhook itself
+/// without cert-manager; SIGTERM stops accepting and lets requests in
+/// flight finish.
 #[derive(Debug, Parser)]
 #[command(name = "sluice-webhook", version, about, max_term_width = 100)]
 pub struct Args {
@@ -32,12 +39,92 @@ pub struct Args {
     pub listen: SocketAddr,
     /// PEM certificate chain served to the API server (leaf first). Watched:
     /// new TLS handshakes use a renewed certificate without a restart.
-    #[arg(long, env = "SLUICE_TLS_CERT", value_name = "FILE")]
-    pub tls_cert: PathBuf,
+    /// Required unless --self-signed.
+    #[arg(
+        long,
+        env = "SLUICE_TLS_CERT",
+        value_name = "FILE",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
+    pub tls_cert: Option<PathBuf>,
     /// PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1). Watched
     /// too; a new pair is used only once certificate and key match.
-    #[arg(long, env = "SLUICE_TLS_KEY", value_name = "FILE")]
-    pub tls_key: PathBuf,
+    #[arg(
+        long,
+        env = "SLUICE_TLS_KEY",
+        value_name = "FILE",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Make and keep the certificates without cert-manager, instead of
+    /// --tls-cert/--tls-key: a CA and a serving certificate kept in --secret
+    /// (shared by every replica, written under optimistic concurrency), the
+    /// CA published as caBundle of --webhook-configuration, the serving
+    /// certificate renewed at 2/3 of --cert-lifetime and the CA rotated at
+    /// 2/3 of --ca-lifetime with an overlap in which both CAs are trusted.
+    /// Talks to the API server with the pod's service account (or the
+    /// kubeconfig outside a cluster).
+    #[arg(
+        long,
+        env = "SLUICE_SELF_SIGNED",
+        requires_all = ["secret", "webhook_configuration", "cert_hosts"]
+    )]
+    pub self_signed: bool,
+    /// With --self-signed: the Secret holding the CA and serving
+    /// certificate, as NAMESPACE/NAME. Needs get and update on it (and
+    /// create on Secrets if it does not exist yet).
+    #[arg(
+        long,
+        env = "SLUICE_SECRET",
+        value_name = "NAMESPACE/NAME",
+        requires = "self_signed",
+        value_parser = parse_secret
+    )]
+    pub secret: Option<(String, String)>,
+    /// With --self-signed: the ValidatingWebhookConfiguration whose webhooks
+    /// all get the CA bundle as caBundle. Needs get and patch on it.
+    #[arg(
+        long,
+        env = "SLUICE_WEBHOOK_CONFIGURATION",
+        value_name = "NAME",
+        requires = "self_signed"
+    )]
+    pub webhook_configuration: Option<String>,
+    /// With --self-signed: the DNS names (and IP addresses) of the serving
+    /// certificate, comma-separated, e.g.
+    /// `sluice-webhook.sluice-system.svc,sluice-webhook.sluice-system.svc.cluster.local`.
+    #[arg(
+        long,
+        env = "SLUICE_CERT_HOSTS",
+        value_name = "HOST,...",
+        value_delimiter = ',',
+        requires = "self_signed"
+    )]
+    pub cert_hosts: Vec<String>,
+    /// With --self-signed: lifetime of each serving certificate, in days
+    /// (`90d`) or as a duration (`10s`, `12h`); renewed at two thirds of it.
+    #[arg(
+        long,
+        env = "SLUICE_CERT_LIFETIME",
+        value_name = "LIFETIME",
+        default_value = "90d",
+        value_parser = parse_lifetime
+    )]
+    pub cert_lifetime: Duration,
+    /// With --self-signed: lifetime of each CA (`3650d` is ten years); at two
+    /// thirds of it a new CA joins the caBundle, signs from the next renewal
+    /// on, and the old CA leaves once its last serving certificate expired.
+    /// At least three times --cert-lifetime.
+    #[arg(
+        long,
+        env = "SLUICE_CA_LIFETIME",
+        value_name = "LIFETIME",
+        default_value = "3650d",
+        value_parser = parse_lifetime
+    )]
+    pub ca_lifetime: Duration,
     /// ConfigMap key that holds the proxy configuration, in `data` or
     /// `binaryData`; errors are reported against this name.
     #[arg(
@@ -104,8 +191,9 @@ pub struct Args {
 }
 
 impl Args {
-    /// What [`crate::run::Webhook::start`] needs from the command line.
-    pub fn options(&self) -> Options {
+    /// What [`crate::run::Webhook::start`] needs from the command line; an
+    /// error (exit status 2) when the lifetimes do not go together.
+    pub fn options(&self) -> Result<Options, clap::Error> {
         let files = if self.check_files {
             FileCheck::Local {
                 root: self
@@ -116,18 +204,62 @@ impl Args {
         } else {
             FileCheck::PathsOnly
         };
-        Options {
+        Ok(Options {
             listen: self.listen,
             metrics_listen: self.metrics_listen,
-            tls_cert: self.tls_cert.clone(),
-            tls_key: self.tls_key.clone(),
+            certificate: self.certificate()?,
             config_key: self.config_key.clone(),
             files,
             max_errors: self.max_errors,
             read_timeout: self.read_timeout,
             shutdown_grace: self.shutdown_grace,
             watch: sluice_volume::watch::WatchOptions::default(),
+        })
+    }
+
+    fn certificate(&self) -> Result<Certificate, clap::Error> {
+        let invalid =
+            |m: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, m + "\n");
+        match (
+            &self.tls_cert,
+            &self.tls_key,
+            &self.secret,
+            &self.webhook_configuration,
+        ) {
+            (Some(cert), Some(key), ..) => Ok(Certificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            (_, _, Some((namespace, secret)), Some(configuration)) if self.self_signed => {
+                let lifetimes = Lifetimes::try_new(self.cert_lifetime, self.ca_lifetime)
+                    .map_err(|e| invalid(format!("--cert-lifetime and --ca-lifetime: {e}")))?;
+                check_hosts(&self.cert_hosts).map_err(|e| invalid(format!("--cert-hosts: {e}")))?;
+                Ok(Certificate::SelfSigned(Settings {
+                    namespace: namespace.clone(),
+                    secret: secret.clone(),
+                    configuration: configuration.clone(),
+                    hosts: self.cert_hosts.clone(),
+                    lifetimes,
+                }))
+            }
+            _ => Err(invalid(
+                "give --tls-cert and --tls-key, or --self-signed with --secret, \
+                 --webhook-configuration and --cert-hosts"
+                    .to_owned(),
+            )),
         }
+    }
+}
+
+/// `NAMESPACE/NAME`, both non-empty.
+fn parse_secret(s: &str) -> Result<(String, String), String> {
+    match s.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?} is not NAMESPACE/NAME (e.g. sluice-system/sluice-webhook-tls)"
+        )),
     }
 }
 
@@ -139,7 +271,7 @@ mod tests {
     fn defaults_check_paths_only() {
         let args = Args::try_parse_from(["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"])
             .expect("parses");
-        let o = args.options();
+        let o = args.options().expect("valid");
         assert_eq!(o.listen, "0.0.0.0:8443".parse().unwrap());
         assert_eq!(o.config_key, "proxy.yaml");
         assert_eq!(o.max_errors, 20);
@@ -154,12 +286,18 @@ mod tests {
         let with = base
             .iter()
             .chain(&["--check-files", "--files-root", "/etc"]);
-        let o = Args::try_parse_from(with).expect("parses").options();
+        let o = Args::try_parse_from(with)
+            .expect("parses")
+            .options()
+            .expect("valid");
         assert!(
             matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/etc"))
         );
         let only = base.iter().chain(&["--check-files"]);
-        let o = Args::try_parse_from(only).expect("parses").options();
+        let o = Args::try_parse_from(only)
+            .expect("parses")
+            .options()
+            .expect("valid");
         assert!(matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/")));
     }
 
@@ -169,7 +307,10 @@ mod tests {
         let args = base
             .iter()
             .chain(&["--read-timeout", "500ms", "--shutdown-grace", "0"]);
-        let o = Args::try_parse_from(args).expect("parses").options();
+        let o = Args::try_parse_from(args)
+            .expect("parses")
+            .options()
+            .expect("valid");
         assert_eq!(o.read_timeout, Duration::from_millis(500));
         assert_eq!(o.shutdown_grace, Duration::ZERO);
         for bad in [
@@ -180,5 +321,64 @@ mod tests {
             let e = Args::try_parse_from(base.iter().chain(&bad)).expect_err(bad[1]);
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    const SELF_SIGNED: [&str; 6] = [
+        "sluice-webhook",
+        "--self-signed",
+        "--secret=sluice-system/sluice-webhook-tls",
+        "--webhook-configuration=sluice-webhook",
+        "--cert-hosts=a.svc,127.0.0.1",
+        "--cert-lifetime=10s",
+    ];
+
+    #[test]
+    fn self_signed_names_its_objects_and_lifetimes() {
+        let o = Args::try_parse_from(SELF_SIGNED).expect("parses").options();
+        let Certificate::SelfSigned(s) = o.expect("valid").certificate else {
+            panic!("not self-signed");
+        };
+        assert_eq!(s.secret_name(), "sluice-system/sluice-webhook-tls");
+        assert_eq!(s.configuration, "sluice-webhook");
+        assert_eq!(s.hosts, ["a.svc", "127.0.0.1"]);
+        assert_eq!(s.lifetimes.serving(), Duration::from_secs(10));
+        assert_eq!(s.lifetimes.ca(), Duration::from_secs(3650 * 86_400));
+        let defaults = Args::try_parse_from(&SELF_SIGNED[..5]).expect("parses");
+        assert_eq!(defaults.cert_lifetime, Duration::from_secs(90 * 86_400));
+    }
+
+    #[test]
+    fn self_signed_refuses_what_does_not_go_together() {
+        let parse = |extra: &[&str]| Args::try_parse_from(SELF_SIGNED.iter().chain(extra));
+        // Files and --self-signed exclude each other.
+        assert!(parse(&["--tls-cert", "c"]).is_err());
+        // Neither files nor --self-signed.
+        assert!(Args::try_parse_from(["sluice-webhook"]).is_err());
+        // --self-signed without the objects it looks after.
+        assert!(Args::try_parse_from(&SELF_SIGNED[..3]).is_err());
+        let e = Args::try_parse_from(["sluice-webhook", "--self-signed", "--secret=no-namespace"])
+            .expect_err("not NAMESPACE/NAME");
+        assert!(e.to_string().contains("is not NAMESPACE/NAME"), "{e}");
+        // Valid lifetimes that do not go together: exit status 2, a clear message.
+        let e = parse(&["--ca-lifetime=20s"])
+            .expect("parses")
+            .options()
+            .expect_err("CA too short");
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("the CA's lifetime must be at least three times"),
+            "{e}"
+        );
+        assert!(parse(&["--cert-lifetime=48h"]).is_err());
+        let e = parse(&["--cert-hosts=a.svc,"]).expect("parses").options();
+        assert!(
+            e.expect_err("an empty host")
+                .to_string()
+                .contains("--cert-hosts")
+        );
+        // The self-signed flags need --self-signed.
+        let files = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
+        assert!(Args::try_parse_from(files.iter().chain(&["--secret=a/b"])).is_err());
     }
 }

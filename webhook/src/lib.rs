@@ -9,6 +9,7 @@
 //! - [`http`]: the routes: `/validate`, `/healthz`, `/readyz`, `/metrics`
 //! - [`metrics`]: the Prometheus registry
 //! - [`tls`]: the serving certificate, swapped when its files rotate
+//! - [`selfsigned`]: `--self-signed`: its own CA and certificate in a Secret
 //! - [`serve`]: HTTPS connections with timeouts and graceful shutdown
 //! - [`run`]: the process: load, bind, serve, rotate, stop on SIGTERM
 //! - [`cli`]: the command line
@@ -21,5 +22,6 @@ pub mod http;
 pub mod metrics;
 pub mod review;
 pub mod run;
+pub mod selfsigned;
 pub mod serve;
 pub mod tls;

@@ -27,6 +27,7 @@ pub struct Metrics {
     cert_expiry: Gauge,
     cert_reloads: Family<ResultLabel, Counter>,
     handshake_failures: Counter,
+    self_signed_failures: Counter,
 }
 
 impl Default for Metrics {
@@ -76,6 +77,14 @@ impl Metrics {
              certificate shows up here)",
             handshake_failures.clone(),
         );
+        let self_signed_failures = Counter::default();
+        registry.register(
+            "self_signed_failures",
+            "With --self-signed: passes that failed to read or write the Secret or the \
+             ValidatingWebhookConfiguration (API server unreachable, forbidden, conflicts); \
+             retried with backoff while the certificate in use keeps serving",
+            self_signed_failures.clone(),
+        );
         Metrics {
             registry,
             admissions,
@@ -83,6 +92,7 @@ impl Metrics {
             cert_expiry,
             cert_reloads,
             handshake_failures,
+            self_signed_failures,
         }
     }
 
@@ -107,6 +117,11 @@ impl Metrics {
     /// A TLS handshake failed.
     pub fn handshake_failed(&self) {
         self.handshake_failures.inc();
+    }
+
+    /// A pass of the self-signed mode failed.
+    pub fn self_signed_failure(&self) {
+        self.self_signed_failures.inc();
     }
 
     /// The OpenMetrics text exposition.
@@ -135,6 +150,7 @@ mod tests {
             "sluice_webhook_certificate_expiry_timestamp_seconds 1800000000",
             "sluice_webhook_certificate_reloads_total{result=\"rejected\"} 1",
             "sluice_webhook_tls_handshake_failures_total 0",
+            "sluice_webhook_self_signed_failures_total 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -3,6 +3,8 @@
 //! [`Webhook::serve`] serves HTTPS (and optionally plain-HTTP metrics),
 //! rotates the certificate, and on shutdown becomes not ready, stops
 //! accepting, and lets requests in flight finish within the grace period.
+//! With `--self-signed`, `serve` first obtains the certificate from the
+//! Secret (making it if need be) and only then accepts connections.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,8 +23,23 @@ use tokio_util::task::TaskTracker;
 use crate::decide::Policy;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
+use crate::selfsigned::{Controller, Settings};
 use crate::serve::{self, Timeouts};
 use crate::tls::{self, CertError, CertWatch, Rotator};
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Certificate {
+    /// PEM files, watched and reloaded when they change.
+    Files {
+        /// The certificate chain.
+        cert: PathBuf,
+        /// Its private key.
+        key: PathBuf,
+    },
+    /// Made, kept and renewed by the webhook itself (`--self-signed`).
+    SelfSigned(Settings),
+}
 
 /// Where the files a configuration names are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +61,8 @@ pub struct Options {
     pub listen: SocketAddr,
     /// The optional plain-HTTP metrics address.
     pub metrics_listen: Option<SocketAddr>,
-    /// PEM certificate chain.
-    pub tls_cert: PathBuf,
-    /// PEM private key.
-    pub tls_key: PathBuf,
+    /// The serving certificate's source.
+    pub certificate: Certificate,
     /// The ConfigMap key holding the configuration.
     pub config_key: String,
     /// Whether and where referenced files are read.
@@ -83,6 +98,10 @@ pub enum RunError {
     /// The certificate files cannot be watched.
     #[error("cannot watch the certificate files: {0}")]
     Watch(#[from] WatchError),
+    /// No Kubernetes client for --self-signed (no service account, no
+    /// kubeconfig).
+    #[error("kubernetes client for --self-signed: {0}")]
+    Kube(#[source] kube::Error),
     /// Signal handlers could not be installed.
     #[error("signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -102,29 +121,58 @@ pub async fn run(options: Options) -> Result<(), RunError> {
     Webhook::start(options).await?.serve(shutdown).await
 }
 
+/// The certificate, as loaded by [`Webhook::start`].
+#[derive(Debug)]
+enum Source {
+    Files(Rotator),
+    SelfSigned(Box<Controller>),
+}
+
 /// A webhook with its certificate loaded and its ports bound, not yet
 /// serving: tests and benchmarks learn the addresses of `:0` ports here.
 #[derive(Debug)]
 pub struct Webhook {
     options: Options,
     state: AppState,
-    rotator: Rotator,
-    tls: Arc<rustls::ServerConfig>,
+    source: Source,
     https: TcpListener,
     https_addr: SocketAddr,
     plain: Option<(TcpListener, SocketAddr)>,
 }
 
 impl Webhook {
-    /// Loads the certificate and binds the ports.
+    /// Loads the certificate and binds the ports. With `--self-signed`,
+    /// the API server is reached with the in-cluster configuration or the
+    /// kubeconfig.
     pub async fn start(options: Options) -> Result<Self, RunError> {
+        Self::start_with(options, None).await
+    }
+
+    /// [`Webhook::start`] with this Kubernetes client for `--self-signed`
+    /// (tests point it at their own API server).
+    pub async fn start_with(
+        options: Options,
+        client: Option<kube::Client>,
+    ) -> Result<Self, RunError> {
         let metrics = Arc::new(Metrics::new());
-        let rotator = Rotator::load(
-            options.tls_cert.clone(),
-            options.tls_key.clone(),
-            Arc::clone(&metrics),
-        )?;
-        let tls = tls::server_config(rotator.resolver())?;
+        let source = match &options.certificate {
+            Certificate::Files { cert, key } => Source::Files(Rotator::load(
+                cert.clone(),
+                key.clone(),
+                Arc::clone(&metrics),
+            )?),
+            Certificate::SelfSigned(settings) => {
+                let client = match client {
+                    Some(client) => client,
+                    None => kube::Client::try_default().await.map_err(RunError::Kube)?,
+                };
+                Source::SelfSigned(Box::new(Controller::new(
+                    settings.clone(),
+                    client,
+                    Arc::clone(&metrics),
+                )))
+            }
+        };
         let files: Arc<dyn FileSource> = match &options.files {
             FileCheck::PathsOnly => Arc::new(PathsOnly),
             FileCheck::Local { root } => Arc::new(LocalFiles::relative_to(root)),
@@ -147,8 +195,7 @@ impl Webhook {
         Ok(Webhook {
             options,
             state,
-            rotator,
-            tls,
+            source,
             https,
             https_addr,
             plain,
@@ -171,16 +218,30 @@ impl Webhook {
         let Webhook {
             options,
             state,
-            rotator,
-            tls,
+            source,
             https,
             https_addr,
             plain,
         } = self;
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let watch = CertWatch::start(rotator, &options.watch)?;
-        tracker.spawn(watch.run(cancel.clone()));
+        let resolver = match source {
+            Source::Files(rotator) => {
+                let resolver = rotator.resolver();
+                let watch = CertWatch::start(rotator, &options.watch)?;
+                tracker.spawn(watch.run(cancel.clone()));
+                resolver
+            }
+            Source::SelfSigned(mut controller) => {
+                let Some(resolver) = controller.acquire(&shutdown).await else {
+                    tracing::info!("stopped before a certificate was available");
+                    return Ok(());
+                };
+                tracker.spawn(controller.run(cancel.clone()));
+                resolver
+            }
+        };
+        let tls = tls::server_config(resolver)?;
         let timeouts = Timeouts {
             handshake: options.read_timeout,
             headers: options.read_timeout,

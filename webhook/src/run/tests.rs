@@ -12,8 +12,10 @@ fn options(dir: &tempfile::TempDir) -> Options {
     Options {
         listen: "127.0.0.1:0".parse().expect("addr"),
         metrics_listen: Some("127.0.0.1:0".parse().expect("addr")),
-        tls_cert,
-        tls_key,
+        certificate: Certificate::Files {
+            cert: tls_cert,
+            key: tls_key,
+        },
         config_key: "proxy.yaml".to_owned(),
         files: FileCheck::PathsOnly,
         max_errors: 20,
