@@ -1,0 +1,199 @@
+//! Every metric name the shipped rules and dashboard read is in the real
+//! `/metrics` of the proxy, the watcher or the webhook (a histogram's
+//! `_bucket`, `_sum` and `_count`, a counter's `_total`), once each has done
+//! what makes its labelled families appear.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
+
+use kafka_protocol::messages::{
+    ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse,
+};
+use serde_json::Value;
+use sluice_testkit::certs::Ca;
+use sluice_testkit::http::get;
+use sluice_testkit::ports::ports;
+use sluice_testkit::process::Proc;
+use sluice_testkit::proxy::Proxy;
+use sluice_testkit::volume::Volume;
+use sluice_testkit::watcher::Watcher;
+use sluice_testkit::{bin, repo};
+use sluice_tests::config::{tansu_cluster, with_drain};
+use sluice_tests::kafka::Conn;
+use sluice_tests::peers::Tansu;
+use sluice_tests::prometheus::{alerting_rules, dashboard_file, output, rules, webhook};
+use sluice_tests::promql::{metric_names, offered};
+
+/// A metric a rule reads before the program exports it.
+/// TODO(lead): the proxy's certificate gauge lands on `main` (issue 21's
+/// companion change); once merged, this list is empty and the test demands it.
+const NOT_YET_EXPORTED: &[&str] = &["sluice_tls_certificate_expiry_timestamp_seconds"];
+
+const DENY: &str =
+    "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics] }\n";
+
+/// A webhook on 127.0.0.1 (its metrics on plain HTTP) that has answered
+/// one AdmissionReview; returns it and its metrics address.
+fn webhook_that_answered(dir: &std::path::Path) -> (Proc, String) {
+    let port = ports(2);
+    let (listen, metrics) = (
+        format!("127.0.0.1:{port}"),
+        format!("127.0.0.1:{}", port + 1),
+    );
+    let pair = Ca::new("names test CA")
+        .server("sluice-webhook", 1)
+        .write(dir, "tls.crt", "tls.key");
+    let webhook = webhook(Command::new(bin("sluice-webhook")), &listen, &metrics, pair);
+    let review = repo().join("tests/fixtures/admission/valid-create.json");
+    let out = Command::new("curl")
+        .args(["-sSk", "--fail", "-H", "content-type: application/json"])
+        .arg("--data-binary")
+        .arg(format!("@{}", review.display()))
+        .arg(format!("https://{listen}/validate"))
+        .output()
+        .expect("curl");
+    assert!(out.status.success(), "{}", output(&out));
+    (webhook, metrics)
+}
+
+/// The `/metrics` text of a real proxy (in front of tansu), its watcher (in
+/// fleet mode) and a webhook, after each did what makes its labelled
+/// families appear: requests, a denied one, a protocol error, a drain
+/// after a reload through the watcher, an admission.
+pub(super) fn scrape_every_program() -> Vec<String> {
+    let tansu = Tansu::start();
+    let port = ports(2);
+    let config =
+        |filters: &str| with_drain("2s", &[tansu_cluster("ops", &tansu.addr, port, filters)]);
+    let proxy = Proxy::start(&config(DENY));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut volume = Volume::create(
+        dir.path(),
+        "proxy.yaml",
+        proxy.render(&config(DENY)).as_bytes(),
+    );
+    let peers = format!("http://{}", proxy.admin);
+    let gate = [
+        "--peers",
+        &peers,
+        "--canary-soak",
+        "0s",
+        "--stagger",
+        "0s",
+        "--jitter",
+        "0s",
+    ];
+    let watcher = Watcher::start(&volume.path(), &proxy.admin, &gate);
+
+    let bootstrap = format!("127.0.0.1:{port}");
+    let mut held = Conn::connect(&bootstrap);
+    let mut metadata = MetadataRequest::default();
+    metadata.topics = None;
+    let _: MetadataResponse = held.call(ApiKey::Metadata, 9, &metadata);
+    let denied: DeleteTopicsResponse =
+        held.call(ApiKey::DeleteTopics, 4, &DeleteTopicsRequest::default());
+    assert_eq!(denied.throttle_time_ms, 0);
+    let mut hostile = Conn::connect(&bootstrap);
+    hostile
+        .stream
+        .write_all(&[0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4])
+        .expect("write");
+    assert!(hostile.closed_within(Duration::from_secs(5)));
+    // A modified cluster: the held connection's generation drains.
+    let next = proxy.render(&config(""));
+    volume.swap(next.as_bytes());
+    proxy.wait_for_version(
+        &sluice_testkit::config::version(&next),
+        Duration::from_secs(30),
+    );
+    proxy.wait_for_metric(
+        "sluice_drained_connections_total{cluster=\"ops\",result=\"clean\"}",
+        1.0,
+        Duration::from_secs(10),
+    );
+
+    let (_webhook, webhook_metrics) = webhook_that_answered(dir.path());
+    [
+        get(&proxy.admin, "/metrics"),
+        get(&watcher.http, "/metrics"),
+        get(&webhook_metrics, "/metrics"),
+    ]
+    .into_iter()
+    .map(|r| {
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    })
+    .collect()
+}
+
+/// Every PromQL expression of the dashboard: its panels' targets and its
+/// variables' `label_values(metric, label)` queries.
+fn dashboard_exprs() -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map {
+                    match (k.as_str(), x.as_str()) {
+                        ("expr", Some(e)) => out.push(e.to_owned()),
+                        ("definition", Some(d)) => out.push(
+                            d.trim_start_matches("label_values(")
+                                .split(',')
+                                .next()
+                                .unwrap_or_default()
+                                .to_owned(),
+                        ),
+                        _ => walk(x, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let text = std::fs::read_to_string(dashboard_file()).expect("dashboard");
+    let mut out = Vec::new();
+    walk(
+        &serde_json::from_str(&text).expect("dashboard JSON"),
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn every_metric_the_rules_and_the_dashboard_read_is_exported() {
+    let texts = scrape_every_program();
+    let exported = offered(&texts);
+    let mut used: BTreeMap<String, String> = BTreeMap::new();
+    let rule_exprs = alerting_rules(&rules())
+        .iter()
+        .map(|r| {
+            (
+                r["alert"].as_str().unwrap().to_owned(),
+                r["expr"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect::<Vec<_>>();
+    let panel_exprs = dashboard_exprs()
+        .into_iter()
+        .map(|e| ("dashboard".to_owned(), e));
+    for (place, expr) in rule_exprs.into_iter().chain(panel_exprs) {
+        let names = metric_names(&expr);
+        assert!(!names.is_empty(), "{place}: no metric in {expr}");
+        for name in names {
+            used.entry(name).or_insert(place.clone());
+        }
+    }
+    assert!(used.len() > 25, "the dashboard and rules read {used:?}");
+    let missing: BTreeSet<&str> = used
+        .keys()
+        .map(String::as_str)
+        .filter(|n| !exported.contains(*n))
+        .collect();
+    let expected: BTreeSet<&str> = NOT_YET_EXPORTED.iter().copied().collect();
+    assert_eq!(
+        missing, expected,
+        "metrics read but not exported (where: {used:?}); exported: {exported:?}"
+    );
+}
