@@ -179,6 +179,12 @@ pub fn webhook(
     webhook
 }
 
+/// The value of the first sample of an `/api/v1/query` answer.
+pub fn first_value(body: &str) -> Option<f64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
 /// `(alertname, state)` of every active alert in an `/api/v1/alerts` body.
 pub fn alert_states(body: &str) -> Vec<(String, String)> {
     let v: Value = serde_json::from_str(body).expect("JSON from /api/v1/alerts");

@@ -14,7 +14,9 @@ use sluice_testkit::certs::Ca;
 use sluice_testkit::netns::{HUB, Net};
 use sluice_testkit::process::Proc;
 use sluice_tests::fleet::{ADMIN, Fleet, NAMES, WATCHER, broker, config};
-use sluice_tests::prometheus::{Job, Prometheus, rules_holding_for, wait_for_alerts, webhook};
+use sluice_tests::prometheus::{
+    Job, Prometheus, first_value, rules_holding_for, wait_for_alerts, webhook,
+};
 
 use crate::fleet::gated;
 
@@ -73,6 +75,14 @@ fn a_halted_rollout_and_a_certificate_near_expiry_fire_and_the_halt_resolves() {
     let url = format!("{}/api/v1/alerts", prometheus.url);
     let alerts = |fleet: &Fleet| fleet.net.get(&hub, &url, Duration::from_secs(2));
     let minute = Duration::from_secs(60);
+    // Every target answers its scrapes: three proxies, three watchers, the webhook.
+    let up = format!("{}/api/v1/query?query=count(up%3D%3D1)", prometheus.url);
+    fleet.wait("Prometheus to scrape all seven targets", minute, |f| {
+        f.net
+            .get(&hub, &up, Duration::from_secs(2))
+            .and_then(|b| first_value(&b))
+            == Some(7.0)
+    });
 
     let seen = wait_for_alerts(
         "the certificate alerts to fire",
