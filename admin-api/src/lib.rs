@@ -39,8 +39,8 @@ pub use reload::{
     ReloadAnswer, ReloadApplied, ReloadBusy, ReloadNotApplied, ReloadRejected, UpstreamCheckFailure,
 };
 pub use status::{
-    ConfigStatus, FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStatus,
-    ValidationAttempt, ValidationStatus,
+    ConfigStatus, FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStage,
+    ReloadStatus, ValidationAttempt, ValidationStatus,
 };
 pub use validate::{ConfigInvalid, ConfigValid, ValidateAnswer};
 

@@ -22,6 +22,9 @@ pub enum ReloadAnswer {
     PreconditionFailed(ReloadNotApplied),
     /// 500: preparing failed (a port taken, say); nothing touched.
     Failed(ReloadNotApplied),
+    /// 503: the proxy is stopping (SIGTERM); nothing touched, and no
+    /// listener opens again on this process.
+    ShuttingDown(ReloadNotApplied),
 }
 
 /// 200: the configuration is in force.
@@ -53,6 +56,12 @@ pub struct ReloadApplied {
     /// then. (Absent from proxies before the typed API: read as empty.)
     #[serde(default)]
     pub restart_required: Vec<String>,
+    /// Under `startupPolicy: best-effort`, clusters that could not start in
+    /// this reload (added ones, or ones already failed that it retried):
+    /// they do not block the others, and each reload retries them. Empty
+    /// when every cluster serves.
+    #[serde(default)]
+    pub clusters_failed: Vec<crate::FailedCluster>,
 }
 
 /// 400: the configuration is invalid; the body is a validate 400's plus
@@ -84,7 +93,7 @@ pub struct ReloadBusy {
     pub in_progress_since: String,
 }
 
-/// 412 and 500: not applied, for a reason that is not the configuration's.
+/// 412, 500 and 503: not applied, for a reason that is not the configuration's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReloadNotApplied {
@@ -157,6 +166,17 @@ impl ReloadAnswer {
         })
     }
 
+    /// 503.
+    pub fn shutting_down(config_version: String) -> ReloadAnswer {
+        ReloadAnswer::ShuttingDown(ReloadNotApplied {
+            success: false,
+            error: "the proxy is shutting down: no reload is applied and no listener opens again"
+                .to_owned(),
+            config_version,
+            upstream_check: Vec::new(),
+        })
+    }
+
     /// 400.
     pub fn rejected(config_version: String, errors: Vec<ConfigProblem>) -> ReloadAnswer {
         ReloadAnswer::Rejected(ReloadRejected {
@@ -175,6 +195,7 @@ impl ReloadAnswer {
             ReloadAnswer::Busy(_) => 409,
             ReloadAnswer::PreconditionFailed(_) => 412,
             ReloadAnswer::Failed(_) => 500,
+            ReloadAnswer::ShuttingDown(_) => 503,
         }
     }
 
@@ -189,6 +210,9 @@ impl ReloadAnswer {
             412 => read(status, body).map(ReloadAnswer::PreconditionFailed),
             500 => read(status, body)
                 .map(ReloadAnswer::Failed)
+                .map_err(|_| Refused::new(status, body)),
+            503 => read(status, body)
+                .map(ReloadAnswer::ShuttingDown)
                 .map_err(|_| Refused::new(status, body)),
             _ => Err(Refused::new(status, body)),
         }
@@ -216,7 +240,9 @@ mod tests {
             "clustersAdded": ["new"], "clustersRemoved": [],
             "clustersModified": [{"name": "a", "reasons": ["tls changed"]}],
             "clustersUnchanged": ["steady"], "durationMs": 12.5,
-            "restartRequired": ["admin.listen changed from 127.0.0.1:9190 to 127.0.0.1:9191"]}"#;
+            "restartRequired": ["admin.listen changed from 127.0.0.1:9190 to 127.0.0.1:9191"],
+            "clustersFailed": [{"name": "b", "error": "bind 127.0.0.1:9092: address in use",
+                "since": "2025-01-02T03:04:05.678Z", "sinceCurrentVersion": true}]}"#;
         let a: ReloadApplied = roundtrip(json);
         assert_eq!(read_back(200, json), ReloadAnswer::Applied(a));
     }
@@ -225,7 +251,8 @@ mod tests {
     fn unchanged_roundtrips_and_older_answers_still_read() {
         let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
             "clustersAdded": [], "clustersRemoved": [], "clustersModified": [],
-            "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": []}"#;
+            "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": [],
+            "clustersFailed": []}"#;
         roundtrip::<ReloadApplied>(json);
         let old = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
             "clustersAdded": [], "clustersRemoved": [], "clustersModified": [], "durationMs": 0}"#;
@@ -233,6 +260,7 @@ mod tests {
             panic!("not applied");
         };
         assert!(a.clusters_unchanged.is_empty() && a.restart_required.is_empty());
+        assert!(a.clusters_failed.is_empty());
     }
 
     #[test]
@@ -279,6 +307,18 @@ mod tests {
         let n: ReloadNotApplied = roundtrip(json);
         assert!(n.is_final());
         assert_eq!(n.upstream_check[0].cause, "connection refused");
+    }
+
+    #[test]
+    fn shutting_down_roundtrips() {
+        let ReloadAnswer::ShuttingDown(n) = ReloadAnswer::shutting_down("sha256:ef".into()) else {
+            panic!("not 503");
+        };
+        let json = serde_json::to_string(&n).unwrap();
+        assert_eq!(
+            read_back(503, &json),
+            ReloadAnswer::shutting_down("sha256:ef".into())
+        );
     }
 
     fn read_back_final(json: &str) -> bool {

@@ -12,6 +12,13 @@ pub struct ConfigStatus {
     /// it with the file's to know whether there is anything to do, and sends
     /// it as the reload's `If-Match`.
     pub current_config_version: String,
+    /// `sha256:<hex>` of the configuration in force and the contents of the
+    /// files it references as loaded: changes when a certificate does.
+    #[serde(default)]
+    pub effective_version: String,
+    /// Every file the configuration in force references, as written in it.
+    #[serde(default)]
+    pub files: Vec<String>,
     /// When it came into force (RFC 3339).
     pub applied_at: String,
     /// The last reload attempt, if any (a refused concurrent one excepted,
@@ -21,6 +28,13 @@ pub struct ConfigStatus {
     pub last_validation_attempt: Option<ValidationAttempt>,
     /// When the reload running now started (RFC 3339), if one runs.
     pub reload_in_progress_since: Option<String>,
+    /// The step the running reload is at, if one runs: reads never wait
+    /// for a reload, so this can be seen at every step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reload_in_progress_stage: Option<ReloadStage>,
+    /// Whether the proxy is stopping (SIGTERM): mutating calls answer 503.
+    #[serde(default)]
+    pub stopping: bool,
     /// This proxy's instance name (`run --instance`: the pod name): a
     /// watcher's slot is the rank of its own instance among its peers'.
     #[serde(default)]
@@ -41,6 +55,22 @@ pub struct ConfigStatus {
     /// Clusters whose current generation is failed, and why.
     #[serde(default)]
     pub clusters_failed: Vec<FailedCluster>,
+}
+
+/// The steps of a reload, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReloadStage {
+    /// Reading and validating the configuration and its files.
+    Validate,
+    /// Connecting to the upstreams of added and changed clusters.
+    UpstreamCheck,
+    /// Building generations and binding new ports.
+    Prepare,
+    /// Routing listeners to the new generations.
+    Commit,
+    /// Writing the applied configuration back to its file (`--persist`).
+    Persist,
 }
 
 /// A version that failed on this proxy.
@@ -126,6 +156,8 @@ pub enum ReloadStatus {
     Conflict,
     /// `If-Match` named another version than the one in force.
     PreconditionFailed,
+    /// The proxy was stopping (SIGTERM); nothing was touched.
+    ShuttingDown,
 }
 
 /// One validation attempt.
@@ -162,7 +194,7 @@ mod tests {
         let s: ConfigStatus = roundtrip(
             r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
                 "lastReloadAttempt": null, "lastValidationAttempt": null, "reloadInProgressSince": null,
-                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200,
+                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200, "stopping": false, "effectiveVersion": "sha256:ef", "files": [],
                 "lastFailedVersion": null, "clustersFailed": []}"#,
         );
         assert_eq!(s.current_config_version, "sha256:ab");
@@ -178,7 +210,7 @@ mod tests {
                 "lastValidationAttempt": {"timestamp": "2025-01-02T03:04:04.000Z", "status": "valid",
                     "requestedVersion": "sha256:cd", "errors": 0},
                 "reloadInProgressSince": "2025-01-02T03:04:06.000Z",
-                "instance": "a", "ready": false, "runningForMs": 0,
+                "instance": "a", "ready": false, "runningForMs": 0, "stopping": true, "effectiveVersion": "sha256:ef", "files": ["certs/server.crt"], "reloadInProgressStage": "upstream-check",
                 "lastFailedVersion": {"version": "sha256:cd", "stage": "upstream_check",
                     "reason": "virtual cluster orders: upstream check failed: k:9092: connection refused",
                     "timestamp": "2025-01-02T03:04:05.000Z"},

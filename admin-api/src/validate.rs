@@ -28,6 +28,15 @@ pub struct ConfigValid {
     pub config_version: String,
     /// What a reload would change, compared with the configuration in force.
     pub changes: Changes,
+    /// Every file the configuration references, as written in it (relative
+    /// paths are taken from the configuration's directory), in 200 and 400
+    /// answers alike: what a watcher watches besides the configuration.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// `sha256:<hex>` of the configuration and the contents of `files` as
+    /// the proxy read them; changes when any of them does.
+    #[serde(default)]
+    pub effective_version: String,
 }
 
 /// 400: the configuration is invalid.
@@ -42,6 +51,15 @@ pub struct ConfigInvalid {
     /// Every problem found, sorted by position: all at once, so one edit can
     /// fix them all.
     pub errors: Vec<ConfigProblem>,
+    /// Every file the configuration references, as written in it (relative
+    /// paths are taken from the configuration's directory), in 200 and 400
+    /// answers alike: what a watcher watches besides the configuration.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// `sha256:<hex>` of the configuration and the contents of `files` as
+    /// the proxy read them; changes when any of them does.
+    #[serde(default)]
+    pub effective_version: String,
 }
 
 impl ValidateAnswer {
@@ -51,6 +69,8 @@ impl ValidateAnswer {
             valid: true,
             config_version,
             changes,
+            files: Vec::new(),
+            effective_version: String::new(),
         })
     }
 
@@ -60,7 +80,24 @@ impl ValidateAnswer {
             valid: false,
             config_version,
             errors,
+            files: Vec::new(),
+            effective_version: String::new(),
         })
+    }
+
+    /// The same answer, naming what the configuration references.
+    pub fn referencing(mut self, files: Vec<String>, effective_version: String) -> ValidateAnswer {
+        match &mut self {
+            ValidateAnswer::Valid(v) => {
+                v.files = files;
+                v.effective_version = effective_version;
+            }
+            ValidateAnswer::Invalid(i) => {
+                i.files = files;
+                i.effective_version = effective_version;
+            }
+        }
+        self
     }
 
     /// The HTTP status that goes with the answer.
@@ -91,9 +128,11 @@ mod tests {
     fn valid_roundtrips() {
         let json = r#"{"valid": true, "configVersion": "sha256:ab",
             "changes": {"added": [], "removed": [], "unchanged": ["b"], "global": [],
-                        "modified": [{"name": "a", "reasons": ["upstream.bootstrapServers changed"]}]}}"#;
+                        "modified": [{"name": "a", "reasons": ["upstream.bootstrapServers changed"]}]},
+            "files": ["certs/ca.crt"], "effectiveVersion": "sha256:ef"}"#;
         let v: ConfigValid = roundtrip(json);
-        let answer = ValidateAnswer::valid(v.config_version.clone(), v.changes.clone());
+        let answer = ValidateAnswer::valid(v.config_version.clone(), v.changes.clone())
+            .referencing(v.files.clone(), v.effective_version.clone());
         assert_eq!(answer, ValidateAnswer::Valid(v));
         assert_eq!(answer.status(), 200);
         assert_eq!(
@@ -109,7 +148,8 @@ mod tests {
     #[test]
     fn invalid_roundtrips() {
         let json = r#"{"valid": false, "configVersion": "sha256:cd",
-            "errors": [{"line": 1, "column": 19, "path": "", "message": "invalid YAML: did not find expected node content"}]}"#;
+            "errors": [{"line": 1, "column": 19, "path": "", "message": "invalid YAML: did not find expected node content"}],
+            "files": [], "effectiveVersion": ""}"#;
         let v: ConfigInvalid = roundtrip(json);
         assert_eq!(
             ValidateAnswer::from_http(400, json.as_bytes()),

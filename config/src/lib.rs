@@ -38,6 +38,7 @@ pub mod filter;
 mod listeners;
 pub mod model;
 mod read;
+pub mod referenced;
 pub mod tls;
 pub mod types;
 pub mod yaml;
@@ -47,6 +48,7 @@ pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
 pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
+pub use referenced::Referenced;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
@@ -83,16 +85,32 @@ pub struct ValidConfig {
     pub version: ConfigVersion,
     /// The exact bytes validated, served back by `GET /admin/config`.
     pub bytes: Arc<[u8]>,
+    /// The files it references and its effective version.
+    pub referenced: Referenced,
 }
 
 /// Validates a configuration, returning every error found, sorted by position.
 pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec<ConfigError>> {
-    let config = check(bytes, files)?;
-    Ok(ValidConfig {
+    validate_referenced(bytes, files).0
+}
+
+/// Like [`validate`], and also what the configuration references, valid or
+/// not (a configuration rejected because a file was missing names it).
+pub fn validate_referenced(
+    bytes: &[u8],
+    files: &dyn FileSource,
+) -> (Result<ValidConfig, Vec<ConfigError>>, Referenced) {
+    let recording = referenced::Recording::new(files);
+    let checked = check(bytes, &recording);
+    let version = ConfigVersion::of(bytes);
+    let referenced = recording.referenced(version.as_str());
+    let valid = checked.map(|config| ValidConfig {
         config: Arc::new(config),
-        version: ConfigVersion::of(bytes),
+        version,
         bytes: bytes.into(),
-    })
+        referenced: referenced.clone(),
+    });
+    (valid, referenced)
 }
 
 fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<ConfigError>> {

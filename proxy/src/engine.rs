@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -29,6 +29,7 @@ use crate::dataplane::listener::Listener;
 use crate::events::Events;
 use crate::lifecycle::State;
 use crate::metrics::Metrics;
+use sluice_admin_api::ReloadStage;
 
 mod check;
 mod drain;
@@ -54,10 +55,21 @@ pub struct Engine {
     files: Arc<dyn FileSource>,
     /// Accept loops and drain tasks.
     tracker: TaskTracker,
+    /// Held only for short reads and for a commit, never while a reload
+    /// validates, checks upstreams or prepares.
     inner: Mutex<Inner>,
     ready: AtomicBool,
-    /// When the running reload started; `None` when none runs.
-    reloading: Mutex<Option<SystemTime>>,
+    /// Set once at shutdown, under `inner`: from then on no reload commits
+    /// and no listener opens again.
+    stopping: AtomicBool,
+    /// The number the next generation gets.
+    next_generation: AtomicU64,
+    /// When the running reload started and the step it is at; `None` when
+    /// none runs.
+    reloading: Mutex<Option<(SystemTime, ReloadStage)>>,
+    /// Woken whenever a reload ends: a SIGHUP refused because another
+    /// reload ran waits for it, then applies the file.
+    reload_ended: tokio::sync::Notify,
     status: Mutex<status::Attempts>,
     /// The configuration the process started with: what settings that only
     /// a restart applies are still set to.
@@ -84,7 +96,6 @@ struct Inner {
     draining: Vec<Generation>,
     /// Every bound socket, by address.
     listeners: HashMap<SocketAddr, Listener>,
-    next_generation: u64,
 }
 
 /// One generation's record.
@@ -140,31 +151,42 @@ impl Engine {
                 clusters: BTreeMap::new(),
                 draining: Vec::new(),
                 listeners: HashMap::new(),
-                next_generation: 1,
             }),
             ready: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            next_generation: AtomicU64::new(1),
             reloading: Mutex::new(None),
+            reload_ended: tokio::sync::Notify::new(),
             status: Mutex::new(status::Attempts::default()),
             started_with: Arc::clone(&config.config),
             persist: OnceLock::new(),
             instance: OnceLock::new(),
         });
+        // Set at startup; a change takes effect at the next reload.
+        engine
+            .metrics
+            .configure_buffers_at_start(config.config.limits.max_buffered_bytes);
         let mut failures = Vec::new();
         let mut inner = engine.lock();
         let prepared = prepare::prepare_each(
-            &mut inner,
+            &prepare::held(&inner),
+            &engine.next_generation,
             &config.config.virtual_clusters,
             &engine.metrics,
             &engine.events,
-            |inner, failed| {
-                failures.push((failed.name.clone(), failed.why.clone()));
-                let record =
-                    prepare::failed(&failed.name, failed.generation, failed.why, &engine.events);
-                inner.clusters.insert(failed.name, record);
+            |failed| {
+                failures.push(failed);
                 ControlFlow::Continue(())
             },
         );
-        if !failures.is_empty() && config.config.startup_policy == StartupPolicy::FailFast {
+        let records: Vec<(String, String, Generation)> = failures
+            .into_iter()
+            .map(|f| {
+                let record = prepare::failed(&f.name, f.generation, f.why.clone(), &engine.events);
+                (f.name, f.why, record)
+            })
+            .collect();
+        if !records.is_empty() && config.config.startup_policy == StartupPolicy::FailFast {
             for p in prepared {
                 let name = p.runtime.name().to_owned();
                 prepare::failed(
@@ -174,7 +196,11 @@ impl Engine {
                     &engine.events,
                 );
             }
+            let failures = records.into_iter().map(|(n, why, _)| (n, why)).collect();
             return Err(StartError { failures });
+        }
+        for (name, _, record) in records {
+            inner.clusters.insert(name, record);
         }
         for p in prepared {
             prepare::commit(&mut inner, p, &engine.tracker, &engine.events);
@@ -223,12 +249,19 @@ impl Engine {
         self.ready.load(Ordering::Acquire)
     }
 
+    /// Whether shutdown has begun: mutating admin calls answer 503.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
     /// Stops: not ready, no new connections, every generation drains (each
     /// connection ends at a request boundary, or at `drainTimeout`).
     pub async fn shutdown(self: &Arc<Self>) {
         self.ready.store(false, Ordering::Release);
         let (timeout, generations) = {
             let mut inner = self.lock();
+            // Under the lock a reload commits under: none commits after this.
+            self.stopping.store(true, Ordering::Release);
             // The ports close as the accept loops end; nothing waits for them.
             for (_, listener) in inner.listeners.drain() {
                 drop(listener.close());

@@ -57,17 +57,20 @@ pub(crate) enum ReloadResult {
     Conflict,
     /// `If-Match` named another version than the one in force.
     PreconditionFailed,
+    /// The proxy was stopping (SIGTERM).
+    ShuttingDown,
 }
 
 impl ReloadResult {
     /// Every result, for code that must name each one.
-    pub(crate) const ALL: [ReloadResult; 6] = [
+    pub(crate) const ALL: [ReloadResult; 7] = [
         ReloadResult::Applied,
         ReloadResult::Unchanged,
         ReloadResult::Rejected,
         ReloadResult::Failed,
         ReloadResult::Conflict,
         ReloadResult::PreconditionFailed,
+        ReloadResult::ShuttingDown,
     ];
 
     /// The label value and the status shown in `/admin/config/status`.
@@ -79,6 +82,7 @@ impl ReloadResult {
             ReloadResult::Failed => "failed",
             ReloadResult::Conflict => "conflict",
             ReloadResult::PreconditionFailed => "precondition_failed",
+            ReloadResult::ShuttingDown => "shutting_down",
         }
     }
 }
@@ -113,7 +117,7 @@ impl Events {
         };
         metrics.register(
             "config_reload",
-            "Reload attempts by result (applied, unchanged, rejected, failed, conflict, precondition_failed)",
+            "Reload attempts by result (applied, unchanged, rejected, failed, conflict, precondition_failed, shutting_down)",
             e.reloads.clone(),
         );
         metrics.register(
@@ -184,6 +188,12 @@ impl Events {
                 tracing::info!(
                     version,
                     "reload requested with the configuration in force; nothing to do"
+                )
+            }
+            ReloadResult::ShuttingDown => {
+                tracing::warn!(
+                    version,
+                    "reload refused: the proxy is shutting down; nothing changed"
                 )
             }
             ReloadResult::Rejected => {

@@ -180,7 +180,10 @@ impl Proxy {
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                Some(()) = hangup(&mut hangups) => reload_from_file(&engine, &options.config).await,
+                Some(()) = hangup(&mut hangups) => tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = reload_from_file(&engine, &options.config) => {}
+                },
             }
         }
         tracing::info!(drain_timeout = ?engine.config().config.drain_timeout, "stopping: not ready, draining every cluster");
@@ -202,71 +205,41 @@ async fn hangup(hangups: &mut Option<Hangups>) -> Option<()> {
 }
 
 /// SIGHUP: re-read the configuration file and reload it through the same
-/// path as `POST /admin/config/reload`.
+/// path as `POST /admin/config/reload`. When another reload is running, waits
+/// for it to end and then reads and applies the file: a SIGHUP is never
+/// dropped.
 async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
     tracing::info!(config = %path.display(), "SIGHUP: reloading the configuration file");
-    let bytes = match read_config(path) {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");
-            return;
-        }
-    };
-    let engine = Arc::clone(engine);
-    let outcome = tokio::task::spawn_blocking(move || engine.reload(&bytes, None)).await;
-    if let Ok(ReloadOutcome::Rejected { errors, .. }) = outcome {
-        let file = path.display().to_string();
-        for e in errors {
-            tracing::warn!(error = %e.in_file(&file), "SIGHUP: configuration error");
-        }
-    }
-}
-
-/// Writes an applied configuration back to `path` atomically (a temporary
-/// file beside it, then a rename), so a restart comes up with what was last
-/// applied; the engine calls it through the hook `run --persist` sets. When
-/// the file already holds these bytes (a SIGHUP reload of it) there is
-/// nothing to write. On a read-only filesystem (a Kubernetes ConfigMap
-/// volume) it does nothing and says so.
-fn persist(path: &Path, bytes: &[u8]) {
-    use std::io::Write;
-    if std::fs::read(path).is_ok_and(|on_disk| on_disk == bytes) {
-        tracing::debug!(config = %path.display(), "applied configuration already on disk");
-        return;
-    }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.sluice-tmp"));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    let result = written.and_then(|()| std::fs::rename(&tmp, path));
-    match result {
-        Ok(()) => tracing::info!(config = %path.display(), "applied configuration persisted"),
-        Err(e) if read_only(&e) => {
-            let _ = std::fs::remove_file(&tmp);
-            tracing::info!(config = %path.display(), error = %e, "not persisted: the configuration's directory is read-only");
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            tracing::warn!(config = %path.display(), error = %e, "could not persist the applied configuration");
+    loop {
+        let reloading = Arc::clone(engine);
+        let file = path.to_path_buf();
+        let outcome =
+            tokio::task::spawn_blocking(move || reloading.reload_reading(|| read_config(&file)))
+                .await;
+        match outcome {
+            Ok(Err(e)) => {
+                tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");
+                return;
+            }
+            Ok(Ok(ReloadOutcome::Busy { .. })) => {
+                tracing::info!(config = %path.display(), "SIGHUP: another reload is running; the file is read and applied once it ends");
+                engine.reload_slot_free().await;
+            }
+            Ok(Ok(ReloadOutcome::Rejected { errors, .. })) => {
+                let file = path.display().to_string();
+                for e in errors {
+                    tracing::warn!(error = %e.in_file(&file), "SIGHUP: configuration error");
+                }
+                return;
+            }
+            _ => return,
         }
     }
 }
 
-fn read_only(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
-    )
-}
+mod persist;
+
+use persist::persist;
 
 #[cfg(test)]
 mod tests;

@@ -55,7 +55,9 @@ impl Volume {
         self.swap_files(&[(&key, content)]);
     }
 
-    /// Publishes a new version of every key atomically, as kubelet does.
+    /// Publishes a new version of every key atomically, as kubelet does;
+    /// a key new to the volume gets its symlink after the swap, as kubelet
+    /// gives it.
     pub fn swap_files(&mut self, files: &[(&str, &[u8])]) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -79,8 +81,15 @@ impl Volume {
         let tmp = self.dir.join("..data_tmp");
         symlink(&name, &tmp).expect("..data_tmp");
         std::fs::rename(&tmp, self.dir.join("..data")).expect("rename over ..data");
+        let created = self.current.is_some();
         if let Some(old) = self.current.replace(name) {
             std::fs::remove_dir_all(self.dir.join(old)).expect("remove old version");
+        }
+        for (key, _) in files {
+            if created && !self.keys.iter().any(|k| k == key) {
+                symlink(format!("..data/{key}"), self.dir.join(key)).expect("new key symlink");
+                self.keys.push((*key).to_owned());
+            }
         }
     }
 }

@@ -16,9 +16,48 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The effective version of a configuration: `sha256:<hex>` over the
+/// configuration's own version and, for each file it references (in the
+/// order read), the path as written and the version of its content (`None`:
+/// it could not be read). The proxy publishes it for what it validated or
+/// runs; the watcher computes it over what it sees, by the same function, to
+/// notice a changed file when the configuration's bytes did not change. No
+/// single file's digest is ever published on its own.
+pub fn effective_version<'a>(
+    config_version: &str,
+    files: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> String {
+    let mut text = format!("sluice-effective-v1\n{config_version}\n");
+    for (path, version) in files {
+        text.push_str(path);
+        text.push('\0');
+        text.push_str(version.unwrap_or("unreadable"));
+        text.push('\n');
+    }
+    sha256_hex(text.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_effective_version_changes_with_any_file_and_only_then() {
+        let base = effective_version("sha256:c", [("a.pem", Some("sha256:1"))]);
+        assert_eq!(
+            base,
+            effective_version("sha256:c", [("a.pem", Some("sha256:1"))])
+        );
+        for other in [
+            effective_version("sha256:d", [("a.pem", Some("sha256:1"))]),
+            effective_version("sha256:c", [("a.pem", Some("sha256:2"))]),
+            effective_version("sha256:c", [("a.pem", None)]),
+            effective_version("sha256:c", [("b.pem", Some("sha256:1"))]),
+            effective_version("sha256:c", []),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 
     #[test]
     fn digests_are_prefixed_lowercase_hex() {

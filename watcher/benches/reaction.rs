@@ -36,14 +36,9 @@ fn status_answer() -> ConfigStatus {
     ConfigStatus {
         current_config_version: "sha256:none".to_owned(),
         applied_at: "2025-01-01T00:00:00.000Z".to_owned(),
-        last_reload_attempt: None,
-        last_validation_attempt: None,
-        reload_in_progress_since: None,
         instance: "bench".to_owned(),
         ready: true,
-        running_for_ms: 0,
-        last_failed_version: None,
-        clusters_failed: Vec::new(),
+        ..ConfigStatus::default()
     }
 }
 

@@ -14,6 +14,9 @@ pub enum Answer {
         /// Settings in force that the proxy applies only when it restarts
         /// (always empty for validate): someone has to restart it.
         restart_required: Vec<String>,
+        /// Clusters that could not start (`startupPolicy: best-effort`: the
+        /// rest is in force, the next reload retries them), as `name: error`.
+        clusters_failed: Vec<String>,
     },
     /// The proxy says the configuration is invalid; each error as
     /// `line:column: path: message`.
@@ -77,8 +80,9 @@ impl ProxyClient {
         &self.base
     }
 
-    /// `POST /admin/config/validate`.
-    pub async fn validate(&self, bytes: &[u8]) -> Result<Answer, CallError> {
+    /// `POST /admin/config/validate`: the answer, and the files the
+    /// configuration references (named in valid and invalid answers alike).
+    pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
         let (status, body) = send(
             self.request(reqwest::Method::POST, endpoints::VALIDATE)
                 .body(bytes.to_vec()),
@@ -121,12 +125,18 @@ fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
         .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
 }
 
-fn validate_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
+fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
     match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
-        ValidateAnswer::Valid(_) => Ok(Answer::Accepted {
-            restart_required: Vec::new(),
-        }),
-        ValidateAnswer::Invalid(invalid) => Ok(Answer::Invalid(lines(&invalid.errors))),
+        ValidateAnswer::Valid(valid) => Ok((
+            Answer::Accepted {
+                restart_required: Vec::new(),
+                clusters_failed: Vec::new(),
+            },
+            valid.files,
+        )),
+        ValidateAnswer::Invalid(invalid) => {
+            Ok((Answer::Invalid(lines(&invalid.errors)), invalid.files))
+        }
     }
 }
 
@@ -135,6 +145,11 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
     match ReloadAnswer::from_http(status, body).map_err(|r| classify(&r))? {
         ReloadAnswer::Applied(applied) => Ok(Answer::Accepted {
             restart_required: applied.restart_required,
+            clusters_failed: applied
+                .clusters_failed
+                .iter()
+                .map(|c| format!("{}: {}", c.name, c.error))
+                .collect(),
         }),
         ReloadAnswer::Rejected(rejected) => Ok(Answer::Invalid(lines(&rejected.errors))),
         ReloadAnswer::Busy(busy) => Err(retry(&busy.error)),
@@ -143,7 +158,10 @@ fn reload_answer(status: u16, body: &[u8]) -> Result<Answer, CallError> {
         ReloadAnswer::Failed(n) if n.is_final() => {
             Err(CallError::Fatal(format!("HTTP {status}: {}", n.error)))
         }
-        ReloadAnswer::PreconditionFailed(n) | ReloadAnswer::Failed(n) => Err(retry(&n.error)),
+        // Stopping: the pod is going away; a retry finds its successor.
+        ReloadAnswer::PreconditionFailed(n)
+        | ReloadAnswer::Failed(n)
+        | ReloadAnswer::ShuttingDown(n) => Err(retry(&n.error)),
     }
 }
 
@@ -213,14 +231,22 @@ mod tests {
     fn answers_are_classified_by_status() {
         let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
         let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
-        assert_eq!(validate_answer(400, &body!(rejected)), Ok(lines.clone()));
+        let rejected = rejected.referencing(vec!["ca.pem".into()], "sha256:e".into());
+        assert_eq!(
+            validate_answer(400, &body!(rejected)),
+            Ok((lines.clone(), vec!["ca.pem".to_owned()]))
+        );
         let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
         let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
         let accepted = Answer::Accepted {
             restart_required: Vec::new(),
+            clusters_failed: Vec::new(),
         };
-        assert_eq!(validate_answer(200, &body!(valid)), Ok(accepted));
+        assert_eq!(
+            validate_answer(200, &body!(valid)),
+            Ok((accepted, Vec::new()))
+        );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {
             assert!(matches!(
@@ -272,11 +298,13 @@ mod tests {
             clusters_unchanged: vec!["a".to_owned()],
             duration_ms: 1.5,
             restart_required: vec!["admin.listen changed".to_owned()],
+            clusters_failed: Vec::new(),
         };
         assert_eq!(
             reload_answer(200, &body!(ReloadAnswer::Applied(applied))),
             Ok(Answer::Accepted {
-                restart_required: vec!["admin.listen changed".to_owned()]
+                restart_required: vec!["admin.listen changed".to_owned()],
+                clusters_failed: Vec::new(),
             })
         );
     }

@@ -15,6 +15,19 @@ impl Heartbeat {
         self.0.store(now_secs(), Ordering::Release);
     }
 
+    /// Runs `wait`, beating every few seconds until it ends: a long wait
+    /// (this pod's turn, the gate) is progress, not a stuck loop.
+    pub async fn beating_while<F: std::future::Future>(&self, wait: F) -> F::Output {
+        tokio::pin!(wait);
+        let mut beat = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                out = &mut wait => return out,
+                _ = beat.tick() => self.beat(),
+            }
+        }
+    }
+
     /// Seconds since the loop last woke.
     pub fn age(&self) -> u64 {
         now_secs().saturating_sub(self.0.load(Ordering::Acquire))

@@ -8,6 +8,8 @@
 //! - [`fleet`]: slots by rank among peers, the canary gate, `fleet` view
 //! - [`heartbeat`]: liveness of the loop (a wait at the gate counts)
 //! - [`client`]: the proxy's admin API
+//! - [`referenced`]: the files the configuration references, watched, and
+//!   the effective version of what the watcher sees
 //! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
 //! - [`run`]: the loop: wait, validate, reload, resync
 //! - [`metrics`]: metrics and the events they count
@@ -27,6 +29,7 @@ pub mod fleet;
 pub mod heartbeat;
 pub mod http;
 pub mod metrics;
+pub mod referenced;
 pub mod retry;
 pub mod run;
 pub mod schedule;

@@ -14,6 +14,7 @@ use crate::events::{Kind, PodEvents};
 use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
 pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
+use crate::referenced::Referenced;
 use crate::retry::Retry;
 use crate::schedule::{self, Slot};
 use crate::volume::{Content, VolumeWatcher, WatchOptions};
@@ -53,14 +54,19 @@ pub enum Outcome {
     Superseded,
 }
 
-/// Applies one content: skip it if the proxy runs it, else validate, then
-/// reload on top of the version seen. Gives up when `newer` changes.
+/// Applies one content: skip it if the proxy runs it (its referenced files
+/// included: the proxy's effective version is the one seen here, or the one
+/// last brought in sync), else validate, then reload on top of the version
+/// seen. Learns the referenced files from the proxy's answers. Gives up
+/// when `newer` changes.
 pub async fn apply(
     client: &ProxyClient,
     metrics: &Metrics,
     content: &Content,
     deadline: Duration,
     newer: &mut watch::Receiver<Content>,
+    referenced: &mut Referenced,
+    in_sync: Option<&str>,
 ) -> Outcome {
     let Some(bytes) = content.bytes.as_deref() else {
         return Outcome::Failed("the file cannot be read".into());
@@ -71,11 +77,18 @@ pub async fn apply(
         // sent: the proxy would apply it anyway, and the next content's
         // If-Match must see its result.
         let checks = async {
-            let current = client.current_version().await?;
+            let status = client.status().await?;
+            let current = status.current_config_version;
             if current == content.digest {
-                return Ok(Err(Outcome::Unchanged));
+                referenced.set(status.files);
+                let seen = referenced.effective(content);
+                if status.effective_version == seen || in_sync == Some(seen.as_str()) {
+                    return Ok(Err(Outcome::Unchanged));
+                }
             }
-            if let Answer::Invalid(errors) = client.validate(bytes).await? {
+            let (answer, files) = client.validate(bytes).await?;
+            referenced.set(files);
+            if let Answer::Invalid(errors) = answer {
                 return Ok(Err(Outcome::Rejected(errors)));
             }
             Ok::<_, CallError>(Ok(current))
@@ -89,7 +102,17 @@ pub async fn apply(
                 Ok(Err(outcome)) => return outcome,
                 Ok(Ok(current)) => client.reload(bytes, Some(&current)).await.map(|answer| {
                     match answer {
-                        Answer::Accepted { restart_required } => {
+                        Answer::Accepted {
+                            restart_required,
+                            clusters_failed,
+                        } => {
+                            if !clusters_failed.is_empty() {
+                                tracing::warn!(
+                                    version = %content.digest,
+                                    clusters_failed = %clusters_failed.join("; "),
+                                    "applied; some virtual clusters could not start (each reload retries them)"
+                                );
+                            }
                             if !restart_required.is_empty() {
                                 tracing::warn!(
                                     version = %content.digest,
@@ -124,6 +147,7 @@ pub async fn apply(
 /// arriving meanwhile restarts the wait with it. Returns the content to apply.
 pub async fn wait_turn(
     settings: &Settings,
+    heartbeat: &Heartbeat,
     rx: &mut watch::Receiver<Content>,
     mut content: Content,
 ) -> Content {
@@ -142,8 +166,11 @@ pub async fn wait_turn(
             slot = settings.slot.index,
             "waiting for this pod's turn"
         );
+        // Waiting is progress: liveness must not restart a watcher that
+        // waits its turn, however high its slot.
+        let waited = heartbeat.beating_while(tokio::time::sleep(delay));
         tokio::select! {
-            () = tokio::time::sleep(delay) => return content,
+            () = waited => return content,
             changed = rx.changed() => {
                 if changed.is_err() {
                     return content;
@@ -160,6 +187,19 @@ fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: 
     if let Some(events) = events.cloned() {
         tokio::spawn(async move { events.report(kind, reason, &message).await });
     }
+}
+
+/// What woke the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// The watcher started: reconcile at once.
+    Start,
+    /// The configuration changed.
+    Config,
+    /// A file it references changed.
+    Files,
+    /// The periodic resync.
+    Resync,
 }
 
 /// Runs the watcher until the watch ends.
@@ -186,13 +226,17 @@ pub async fn run(
     resync.tick().await;
     heartbeat.beat();
     // At startup, reconcile at once: no stagger for a pod coming up.
-    let mut next = Some((rx.borrow_and_update().clone(), false));
+    let mut next = Some((rx.borrow_and_update().clone(), Trigger::Start));
+    let mut referenced = Referenced::new(&settings.path, settings.watch.clone());
+    // The effective version (configuration and referenced files, as seen
+    // here) last rejected, and last brought in sync with the proxy.
     let mut rejected: Option<String> = None;
+    let mut in_sync: Option<String> = None;
     let mut first = true;
     let mut rollout = settings.fleet.clone().map(Rollout::new);
     loop {
         heartbeat.beat();
-        let (content, staggered) = match next.take() {
+        let (content, trigger) = match next.take() {
             Some(n) => n,
             None => tokio::select! {
                 changed = rx.changed() => {
@@ -201,14 +245,26 @@ pub async fn run(
                     }
                     let c = rx.borrow_and_update().clone();
                     metrics.swap_seen(&c.digest, c.data_dir.as_deref());
-                    (c, true)
+                    (c, Trigger::Config)
                 }
-                _ = resync.tick() => (rx.borrow().clone(), false),
+                () = referenced.changed() => (rx.borrow().clone(), Trigger::Files),
+                _ = resync.tick() => (rx.borrow().clone(), Trigger::Resync),
             },
         };
         heartbeat.beat();
-        if rejected.as_deref() == Some(content.digest.as_str()) {
+        let seen = referenced.effective(&content);
+        // A rejected version is tried again when anything it is made of
+        // changes (another version), and at each resync: a file it lacked
+        // may have appeared where the proxy reads it.
+        if trigger != Trigger::Resync && rejected.as_deref() == Some(seen.as_str()) {
             continue;
+        }
+        if trigger == Trigger::Files && in_sync.as_deref() == Some(seen.as_str()) {
+            continue;
+        }
+        let staggered = matches!(trigger, Trigger::Config | Trigger::Files);
+        if trigger == Trigger::Files {
+            tracing::info!(version = %content.digest, "a file the configuration references changed");
         }
         // With peers, every version (at startup too: a restarted watcher
         // re-derives a halt from its peers) passes the gate; without, a new
@@ -230,7 +286,7 @@ pub async fn run(
                     GateResult::Go(content) => content,
                     GateResult::Superseded(c) => {
                         metrics.swap_seen(&c.digest, c.data_dir.as_deref());
-                        next = Some((c, true));
+                        next = Some((c, Trigger::Config));
                         continue;
                     }
                     GateResult::Halted { instance, cause } => {
@@ -244,20 +300,36 @@ pub async fn run(
                     }
                 }
             }
-            (None, true) => wait_turn(&settings, &mut rx, content).await,
+            (None, true) => wait_turn(&settings, &heartbeat, &mut rx, content).await,
             (None, false) => content,
         };
         heartbeat.beat();
         let events = events.as_ref();
-        match apply(
+        let outcome = apply(
             &client,
             &metrics,
             &content,
             settings.retry_deadline,
             &mut rx,
+            &mut referenced,
+            in_sync.as_deref(),
         )
-        .await
-        {
+        .await;
+        // The files named by the proxy's answers count from here on.
+        let seen = referenced.effective(&content);
+        match outcome {
+            Outcome::Applied | Outcome::Unchanged => {
+                rejected = None;
+                in_sync = Some(seen);
+            }
+            Outcome::Rejected(_) if rejected.as_deref() == Some(seen.as_str()) => {
+                tracing::debug!(version = %content.digest, "still rejected at resync");
+                continue;
+            }
+            Outcome::Rejected(_) => rejected = Some(seen),
+            Outcome::Failed(_) | Outcome::Superseded => {}
+        }
+        match outcome {
             Outcome::Applied => {
                 metrics.applied(&content.digest, content.propagation_lag());
                 event(
@@ -280,7 +352,6 @@ pub async fn run(
                     errors.join("; ")
                 );
                 event(events, Kind::Warning, "ConfigRejected", message);
-                rejected = Some(content.digest.clone());
                 if let Some(rollout) = &mut rollout {
                     rollout.failed_here(&metrics, &content.digest, "validation rejected it");
                 }
@@ -304,7 +375,7 @@ pub async fn run(
             Outcome::Superseded => {
                 let c = rx.borrow_and_update().clone();
                 metrics.swap_seen(&c.digest, c.data_dir.as_deref());
-                next = Some((c, true));
+                next = Some((c, Trigger::Config));
             }
         }
         first = false;

@@ -4,7 +4,8 @@
 
 use axum::http::StatusCode;
 use sluice_admin_api::{
-    Changes, ConfigProblem, ModifiedCluster, ReloadAnswer, ReloadApplied, ValidateAnswer,
+    Changes, ConfigProblem, FailedCluster, ModifiedCluster, ReloadAnswer, ReloadApplied,
+    ValidateAnswer,
 };
 
 use crate::config::{ConfigDiff, ConfigError, diff::Modified};
@@ -18,12 +19,18 @@ pub(super) fn status(code: u16) -> StatusCode {
 /// `POST /admin/config/validate`'s answer.
 pub(super) fn validate(outcome: ValidateOutcome) -> ValidateAnswer {
     match outcome {
-        ValidateOutcome::Valid { version, changes } => {
-            ValidateAnswer::valid(version.to_string(), wire_changes(changes))
-        }
-        ValidateOutcome::Invalid { version, errors } => {
-            ValidateAnswer::invalid(version.to_string(), problems(errors))
-        }
+        ValidateOutcome::Valid {
+            version,
+            changes,
+            referenced,
+        } => ValidateAnswer::valid(version.to_string(), wire_changes(changes))
+            .referencing(referenced.files, referenced.effective_version),
+        ValidateOutcome::Invalid {
+            version,
+            errors,
+            referenced,
+        } => ValidateAnswer::invalid(version.to_string(), problems(errors))
+            .referencing(referenced.files, referenced.effective_version),
     }
 }
 
@@ -35,6 +42,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             changes,
             duration,
             restart_required,
+            failed,
         } => ReloadAnswer::Applied(ReloadApplied {
             success: true,
             changed: !changes.is_empty(),
@@ -45,6 +53,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             clusters_unchanged: changes.unchanged,
             duration_ms: duration.as_secs_f64() * 1e3,
             restart_required,
+            clusters_failed: failed_clusters(failed),
         }),
         ReloadOutcome::Unchanged {
             version,
@@ -60,6 +69,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             clusters_unchanged: unchanged,
             duration_ms: 0.0,
             restart_required,
+            clusters_failed: Vec::new(),
         }),
         ReloadOutcome::Rejected { version, errors } => {
             ReloadAnswer::rejected(version.to_string(), problems(errors))
@@ -73,7 +83,22 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             upstream,
         } => ReloadAnswer::failed(reason, current.to_string(), upstream),
         ReloadOutcome::Busy { since } => ReloadAnswer::busy(rfc3339(since)),
+        ReloadOutcome::ShuttingDown { current } => ReloadAnswer::shutting_down(current.to_string()),
     }
+}
+
+/// Clusters that failed to start in the reload that answers now.
+fn failed_clusters(failed: Vec<(String, String)>) -> Vec<FailedCluster> {
+    let now = rfc3339(std::time::SystemTime::now());
+    failed
+        .into_iter()
+        .map(|(name, error)| FailedCluster {
+            name,
+            error,
+            since: now.clone(),
+            since_current_version: true,
+        })
+        .collect()
 }
 
 fn problems(errors: Vec<ConfigError>) -> Vec<ConfigProblem> {

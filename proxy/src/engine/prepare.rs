@@ -1,10 +1,11 @@
 //! Prepare (fallible: build a generation, bind new ports) and commit
 //! (infallible: route the ports to it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use tokio::net::TcpListener;
@@ -47,7 +48,7 @@ fn prepare(
     generation: u64,
     metrics: &Arc<Metrics>,
     events: &Events,
-    held: &HashMap<SocketAddr, Listener>,
+    held: &HashSet<SocketAddr>,
 ) -> Result<Prepared, String> {
     events.transition(
         cluster.name.as_str(),
@@ -61,7 +62,7 @@ fn prepare(
         ClusterRuntime::prepare(cluster, generation, metrics, gauge).map_err(|e| e.to_string())?;
     let mut sockets = Vec::new();
     for (addr, role) in addresses(cluster) {
-        if held.contains_key(&addr) {
+        if held.contains(&addr) {
             sockets.push((addr, role, None));
             continue;
         }
@@ -82,24 +83,22 @@ pub(super) struct Failure {
 }
 
 /// The one prepare loop of startup and reload: prepares a new generation of
-/// each cluster in order, numbering them, and hands each failure to
-/// `failed`, which says whether to go on (startup names every failed
-/// cluster) or stop (a reload fails as a whole at the first). Returns the
-/// generations prepared.
+/// each cluster in order, numbering them from `numbers`, and hands each
+/// failure to `failed`, which says whether to go on or stop. `held` is every
+/// address a listener already holds (handed over, never re-bound). Takes no
+/// lock: admin reads never wait for it. Returns the generations prepared.
 pub(super) fn prepare_each<'a>(
-    inner: &mut Inner,
+    held: &HashSet<SocketAddr>,
+    numbers: &AtomicU64,
     clusters: impl IntoIterator<Item = &'a VirtualCluster>,
     metrics: &Arc<Metrics>,
     events: &Events,
-    mut failed: impl FnMut(&mut Inner, Failure) -> ControlFlow<()>,
+    mut failed: impl FnMut(Failure) -> ControlFlow<()>,
 ) -> Vec<Prepared> {
-    // Set by the first call, at startup; a change takes a restart.
-    metrics.configure_buffers_at_start(inner.config.config.limits.max_buffered_bytes);
     let mut prepared = Vec::new();
     for cluster in clusters {
-        let generation = inner.next_generation;
-        inner.next_generation += 1;
-        match prepare(cluster, generation, metrics, events, &inner.listeners) {
+        let generation = numbers.fetch_add(1, Ordering::Relaxed);
+        match prepare(cluster, generation, metrics, events, held) {
             Ok(p) => prepared.push(p),
             Err(why) => {
                 let failure = Failure {
@@ -107,7 +106,7 @@ pub(super) fn prepare_each<'a>(
                     generation,
                     why,
                 };
-                if failed(inner, failure).is_break() {
+                if failed(failure).is_break() {
                     break;
                 }
             }
@@ -166,6 +165,11 @@ pub(super) fn commit(
         listeners: addrs,
     };
     inner.clusters.insert(name, generation)
+}
+
+/// Every address a listener holds now.
+pub(super) fn held(inner: &Inner) -> HashSet<SocketAddr> {
+    inner.listeners.keys().copied().collect()
 }
 
 /// Records a generation that failed to prepare (or was released because

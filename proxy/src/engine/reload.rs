@@ -1,19 +1,30 @@
-//! Reload: validate → diff → prepare → commit → persist → drain.
+//! Reload: validate → diff → upstream check → prepare → commit → persist →
+//! drain.
 //!
 //! Everything that can fail happens before anything running is touched: a
 //! bad or failing configuration changes nothing. Unchanged clusters are not
-//! touched at all. At most one reload runs at a time.
+//! touched at all. At most one reload runs at a time, and no lock is held
+//! while it validates, checks upstreams or prepares: admin reads see the
+//! state before or after it, never wait for it. Under `startupPolicy:
+//! best-effort`, a cluster that is not serving (added, or failed before) and
+//! cannot start is recorded as failed instead of failing the reload.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use sluice_admin_api::{FailureStage, UpstreamCheckFailure};
+use sluice_admin_api::{ReloadStage, UpstreamCheckFailure};
 
-use super::status::Touched;
 use super::{Engine, check, prepare};
-use crate::config::{ConfigDiff, ConfigError, ConfigVersion, ProxyConfig, diff, validate};
-use crate::events::ReloadResult;
+use crate::config::model::StartupPolicy;
+use crate::config::{ConfigDiff, ConfigError, ConfigVersion, diff, validate};
+use crate::dataplane::check::CheckFailed;
+
+mod report;
+
+use report::restart_required;
 
 /// How long a reload waits for the ports it released to be free.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -31,6 +42,8 @@ pub enum ReloadOutcome {
         duration: Duration,
         /// Settings in force that take effect only at the next start.
         restart_required: Vec<String>,
+        /// Clusters that could not start (best-effort only), and why.
+        failed: Vec<(String, String)>,
     },
     /// The configuration in force was sent again (same bytes, same files).
     Unchanged {
@@ -70,55 +83,108 @@ pub enum ReloadOutcome {
         /// When it started.
         since: SystemTime,
     },
+    /// The proxy is stopping; nothing was touched.
+    ShuttingDown {
+        /// The version still in force.
+        current: ConfigVersion,
+    },
 }
 
-/// Holds the one-reload-at-a-time slot; frees it when dropped.
-struct Slot<'a>(&'a Mutex<Option<SystemTime>>);
+/// Holds the one-reload-at-a-time slot and says which step the reload is
+/// at; frees the slot and wakes whoever waits for it when dropped.
+struct Slot<'a>(&'a Engine);
+
+impl Slot<'_> {
+    fn at(&self, stage: ReloadStage) {
+        if let Some((_, s)) = self.0.running().as_mut() {
+            *s = stage;
+        }
+    }
+}
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self.0.running() = None;
+        self.0.reload_ended.notify_waiters();
     }
 }
 
 impl Engine {
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<(SystemTime, ReloadStage)>> {
+        self.reloading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Applies `bytes` as the new configuration, if `if_match` (when given)
     /// is the version in force; once applied, persists them (see
-    /// [`Engine::set_persist`]).
+    /// [`Engine::set_persist`]) before answering.
     pub fn reload(self: &Arc<Self>, bytes: &[u8], if_match: Option<&str>) -> ReloadOutcome {
+        match self.reload_with(
+            || Ok::<_, std::convert::Infallible>(Cow::Borrowed(bytes)),
+            if_match,
+        ) {
+            Ok(outcome) => outcome,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Like [`Engine::reload`] with the bytes `read` returns, read only once
+    /// this reload holds the slot: a SIGHUP reads the file after any reload
+    /// before it has applied (and persisted), so it can never apply older
+    /// bytes over a newer reload. A failed read changes nothing.
+    pub fn reload_reading<E>(
+        self: &Arc<Self>,
+        read: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<ReloadOutcome, E> {
+        self.reload_with(|| read().map(Cow::Owned), None)
+    }
+
+    fn reload_with<'b, E>(
+        self: &Arc<Self>,
+        read: impl FnOnce() -> Result<Cow<'b, [u8]>, E>,
+        if_match: Option<&str>,
+    ) -> Result<ReloadOutcome, E> {
         let at = SystemTime::now();
         let start = Instant::now();
-        let requested = ConfigVersion::of(bytes);
         let slot = {
-            let mut running = self
-                .reloading
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut running = self.running();
             match *running {
-                Some(since) => Err(since),
+                Some((since, _)) => Err(since),
                 None => {
-                    *running = Some(at);
-                    Ok(Slot(&self.reloading))
+                    *running = Some((at, ReloadStage::Validate));
+                    Ok(Slot(self))
                 }
             }
         };
-        let outcome = match slot {
-            Err(since) => ReloadOutcome::Busy { since },
-            Ok(_slot) => {
-                let outcome = self.reload_exclusive(bytes, if_match, start);
+        let (outcome, requested) = match slot {
+            Err(since) => (ReloadOutcome::Busy { since }, None),
+            Ok(slot) => {
+                let bytes = read()?;
+                let requested = ConfigVersion::of(&bytes);
+                let outcome = self.reload_exclusive(&bytes, if_match, start, &slot);
                 if let (ReloadOutcome::Applied { .. }, Some(persist)) =
                     (&outcome, self.persist.get())
                 {
-                    persist(bytes);
+                    slot.at(ReloadStage::Persist);
+                    persist(&bytes);
                 }
-                outcome
+                (outcome, Some(requested))
             }
         };
-        self.report(&outcome, at, &requested, start.elapsed());
-        outcome
+        self.report(&outcome, at, requested.as_ref(), start.elapsed());
+        Ok(outcome)
+    }
+
+    /// Waits until no reload runs (at once when none does), for a caller
+    /// refused with [`ReloadOutcome::Busy`] that must not give up: a SIGHUP.
+    pub async fn reload_slot_free(&self) {
+        let ended = self.reload_ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if self.running().is_some() {
+            ended.await;
+        }
     }
 
     fn reload_exclusive(
@@ -126,8 +192,14 @@ impl Engine {
         bytes: &[u8],
         if_match: Option<&str>,
         start: Instant,
+        slot: &Slot<'_>,
     ) -> ReloadOutcome {
         let current = self.config();
+        if self.is_stopping() {
+            return ReloadOutcome::ShuttingDown {
+                current: current.version,
+            };
+        }
         if let Some(expected) = if_match
             && expected != current.version.as_str()
         {
@@ -145,41 +217,28 @@ impl Engine {
             }
         };
         let changes = diff(&current.config, &new.config);
-        // Outside the lock: status and other reads never wait on the check.
+        slot.at(ReloadStage::UpstreamCheck);
         if let Err(failed) = check::upstreams(&new.config, &changes) {
-            let reason = failed
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ");
-            let upstream = failed
-                .into_iter()
-                .flat_map(|f| {
-                    let cluster = f.cluster;
-                    f.servers
-                        .into_iter()
-                        .map(move |(address, cause)| UpstreamCheckFailure {
-                            cluster: cluster.clone(),
-                            address,
-                            cause: cause.to_string(),
-                        })
-                })
-                .collect();
-            return ReloadOutcome::Failed {
-                reason,
-                current: current.version,
-                upstream,
-            };
+            return upstream_failed(failed, current.version);
         }
-        let mut inner = self.lock();
-        // Clusters whose current generation failed (best-effort startup, say)
-        // are retried even when their configuration did not change.
-        let retry: Vec<String> = changes
-            .unchanged
-            .iter()
-            .filter(|n| inner.clusters.get(*n).is_some_and(|g| g.runtime.is_none()))
-            .cloned()
-            .collect();
+        let (held, serving, retry) = {
+            let inner = self.lock();
+            let serving: HashSet<String> = inner
+                .clusters
+                .iter()
+                .filter(|(_, g)| g.runtime.is_some())
+                .map(|(name, _)| name.clone())
+                .collect();
+            // Clusters whose current generation failed (best-effort, say)
+            // are retried even when their configuration did not change.
+            let retry: Vec<String> = changes
+                .unchanged
+                .iter()
+                .filter(|n| inner.clusters.contains_key(*n) && !serving.contains(*n))
+                .cloned()
+                .collect();
+            (prepare::held(&inner), serving, retry)
+        };
         if changes.is_empty() && retry.is_empty() && new.version == current.version {
             return ReloadOutcome::Unchanged {
                 restart_required: restart_required(&self.started_with, &current.config),
@@ -194,16 +253,24 @@ impl Engine {
         };
 
         // Prepare: everything that can fail, before anything is touched.
+        slot.at(ReloadStage::Prepare);
+        let isolate = new.config.startup_policy == StartupPolicy::BestEffort;
         let mut failure = None;
+        let mut isolated = Vec::new();
         let prepared = prepare::prepare_each(
-            &mut inner,
+            &held,
+            &self.next_generation,
             new.config
                 .virtual_clusters
                 .iter()
                 .filter(|c| starting(c.name.as_str())),
             &self.metrics,
             &self.events,
-            |_, failed| {
+            |failed| {
+                if isolate && !serving.contains(&failed.name) {
+                    isolated.push(failed);
+                    return ControlFlow::Continue(());
+                }
                 failure = Some(failed);
                 ControlFlow::Break(())
             },
@@ -211,11 +278,8 @@ impl Engine {
         if let Some(failed) = failure {
             let name = failed.name;
             prepare::discarded(&name, failed.generation, failed.why.clone(), &self.events);
-            for p in prepared {
-                let other = p.runtime.name().to_owned();
-                let reason = format!("released: virtual cluster {name} failed to prepare");
-                prepare::discarded(&other, p.runtime.generation, reason, &self.events);
-            }
+            let reason = format!("released: virtual cluster {name} failed to prepare");
+            self.discard(prepared, isolated, &reason);
             // Dropping the prepared generations closed every socket they bound.
             return ReloadOutcome::Failed {
                 reason: format!("virtual cluster {name}: {}", failed.why),
@@ -225,12 +289,31 @@ impl Engine {
         }
 
         // Commit: cannot fail.
+        slot.at(ReloadStage::Commit);
+        let mut inner = self.lock();
+        if self.is_stopping() {
+            drop(inner);
+            self.discard(prepared, isolated, "released: the proxy is stopping");
+            return ReloadOutcome::ShuttingDown {
+                current: current.version,
+            };
+        }
         let mut replaced = Vec::new();
         for p in prepared {
             let name = p.runtime.name().to_owned();
             if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
                 replaced.push((name, old));
             }
+        }
+        let mut failed = Vec::new();
+        for f in isolated {
+            let record = prepare::failed(&f.name, f.generation, f.why.clone(), &self.events);
+            // A failed generation it replaces is forgotten by the drain.
+            if let Some(old) = inner.clusters.insert(f.name.clone(), record) {
+                replaced.push((f.name.clone(), old));
+            }
+            tracing::warn!(cluster = %f.name, error = %f.why, "virtual cluster could not start (best-effort: the others are applied; the next reload retries it)");
+            failed.push((f.name, f.why));
         }
         for name in &changes.removed {
             if let Some(old) = inner.clusters.remove(name) {
@@ -267,90 +350,51 @@ impl Engine {
             version: new.version,
             changes,
             duration: start.elapsed(),
+            failed,
         }
     }
 
-    fn report(
+    /// Records prepared generations (and failures set aside) that a reload
+    /// does not commit; dropping them closes every socket they bound.
+    fn discard(
         &self,
-        outcome: &ReloadOutcome,
-        at: SystemTime,
-        requested: &ConfigVersion,
-        took: Duration,
+        prepared: Vec<prepare::Prepared>,
+        isolated: Vec<prepare::Failure>,
+        reason: &str,
     ) {
-        let version = requested.to_string();
-        let (result, modified, error) = match outcome {
-            ReloadOutcome::Applied { changes, .. } => {
-                let touched = Touched {
-                    added: changes.added.clone(),
-                    modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
-                    removed: changes.removed.clone(),
-                };
-                (ReloadResult::Applied, touched, None)
-            }
-            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Touched::default(), None),
-            ReloadOutcome::Rejected { errors, .. } => (
-                ReloadResult::Rejected,
-                Touched::default(),
-                Some(format!("configuration invalid: {} errors", errors.len())),
-            ),
-            ReloadOutcome::PreconditionFailed { current } => (
-                ReloadResult::PreconditionFailed,
-                Touched::default(),
-                Some(format!(
-                    "If-Match does not match the version in force ({current})"
-                )),
-            ),
-            ReloadOutcome::Failed { reason, .. } => (
-                ReloadResult::Failed,
-                Touched::default(),
-                Some(reason.clone()),
-            ),
-            ReloadOutcome::Busy { .. } => (
-                ReloadResult::Conflict,
-                Touched::default(),
-                Some("another reload is in progress".to_owned()),
-            ),
-        };
-        let detail = match outcome {
-            ReloadOutcome::Applied { changes, .. } => format!(
-                "{} added, {} removed, {} modified, {} unchanged",
-                changes.added.len(),
-                changes.removed.len(),
-                changes.modified.len(),
-                changes.unchanged.len()
-            ),
-            _ => error.clone().unwrap_or_default(),
-        };
-        // The status is recorded before the event is logged, so whoever sees
-        // the log line finds the attempt in `/admin/config/status`. A refused
-        // concurrent attempt does not overwrite the running one's record.
-        if result != ReloadResult::Conflict {
-            let stage = match outcome {
-                ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
-                ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
-                    Some(FailureStage::UpstreamCheck)
-                }
-                ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
-                _ => None,
-            };
-            if let (Some(stage), Some(reason)) = (stage, &error) {
-                self.record_failure(version.clone(), stage, reason.clone());
-            }
-            self.record_reload(at, result, version.clone(), took, modified, error);
+        for p in prepared {
+            let name = p.runtime.name().to_owned();
+            prepare::discarded(&name, p.runtime.generation, reason.to_owned(), &self.events);
         }
-        self.events.reload(result, &version, took, &detail);
+        for f in isolated {
+            prepare::discarded(&f.name, f.generation, f.why, &self.events);
+        }
     }
 }
 
-/// Proxy-wide settings of `now` (in force) that the process, started with
-/// `started`, cannot apply live.
-fn restart_required(started: &ProxyConfig, now: &ProxyConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    if started.admin.listen != now.admin.listen {
-        out.push(format!(
-            "admin.listen changed from {} to {}: the admin API keeps listening on {} until the proxy restarts",
-            started.admin.listen, now.admin.listen, started.admin.listen
-        ));
+/// The outcome of a failed upstream check: final for the version.
+fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) -> ReloadOutcome {
+    let reason = failed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let upstream = failed
+        .into_iter()
+        .flat_map(|f| {
+            let cluster = f.cluster;
+            f.servers
+                .into_iter()
+                .map(move |(address, cause)| UpstreamCheckFailure {
+                    cluster: cluster.clone(),
+                    address,
+                    cause: cause.to_string(),
+                })
+        })
+        .collect();
+    ReloadOutcome::Failed {
+        reason,
+        current,
+        upstream,
     }
-    out
 }

@@ -33,7 +33,7 @@ pub(super) struct Attempts {
 impl Engine {
     /// The body of `GET /admin/config/status`.
     pub fn status(&self) -> ConfigStatus {
-        let (version, applied_at, clusters_failed) = {
+        let (version, referenced, applied_at, clusters_failed) = {
             let inner = self.lock();
             let failed = inner
                 .clusters
@@ -46,19 +46,28 @@ impl Engine {
                     since_current_version: g.since >= inner.applied_at,
                 })
                 .collect();
-            (inner.config.version.to_string(), inner.applied_at, failed)
+            (
+                inner.config.version.to_string(),
+                inner.config.referenced.clone(),
+                inner.applied_at,
+                failed,
+            )
         };
         let attempts = self.attempts().clone();
-        let since = *self
+        let running = *self
             .reloading
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         ConfigStatus {
             current_config_version: version,
+            effective_version: referenced.effective_version,
+            files: referenced.files,
             applied_at: rfc3339(applied_at),
             last_reload_attempt: attempts.reload,
             last_validation_attempt: attempts.validation,
-            reload_in_progress_since: since.map(rfc3339),
+            reload_in_progress_since: running.map(|(since, _)| rfc3339(since)),
+            reload_in_progress_stage: running.map(|(_, stage)| stage),
+            stopping: self.is_stopping(),
             instance: self.instance().to_owned(),
             ready: self.is_ready(),
             running_for_ms: SystemTime::now()
@@ -184,6 +193,7 @@ fn wire_result(result: ReloadResult) -> ReloadStatus {
         ReloadResult::Failed => ReloadStatus::Failed,
         ReloadResult::Conflict => ReloadStatus::Conflict,
         ReloadResult::PreconditionFailed => ReloadStatus::PreconditionFailed,
+        ReloadResult::ShuttingDown => ReloadStatus::ShuttingDown,
     }
 }
 

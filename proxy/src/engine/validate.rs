@@ -3,7 +3,9 @@
 //! recorded for `/admin/config/status`.
 
 use super::Engine;
-use crate::config::{ConfigDiff, ConfigError, ConfigVersion, diff, validate};
+use crate::config::{
+    ConfigDiff, ConfigError, ConfigVersion, Referenced, diff, validate_referenced,
+};
 
 /// How validating a configuration ended.
 #[derive(Debug, Clone)]
@@ -14,6 +16,8 @@ pub enum ValidateOutcome {
         version: ConfigVersion,
         /// What a reload would change, compared with the configuration in force.
         changes: ConfigDiff,
+        /// The files it references, and its effective version.
+        referenced: Referenced,
     },
     /// Invalid.
     Invalid {
@@ -21,6 +25,8 @@ pub enum ValidateOutcome {
         version: ConfigVersion,
         /// Every error, sorted by position.
         errors: Vec<ConfigError>,
+        /// The files it references (those it could not read included).
+        referenced: Referenced,
     },
 }
 
@@ -32,12 +38,18 @@ impl Engine {
         let current = self.config();
         let version = ConfigVersion::of(bytes);
         let requested = version.to_string();
-        let outcome = match validate(bytes, &*self.files) {
+        let (checked, referenced) = validate_referenced(bytes, &*self.files);
+        let outcome = match checked {
             Ok(new) => ValidateOutcome::Valid {
                 changes: diff(&current.config, &new.config),
                 version: new.version,
+                referenced,
             },
-            Err(errors) => ValidateOutcome::Invalid { version, errors },
+            Err(errors) => ValidateOutcome::Invalid {
+                version,
+                errors,
+                referenced,
+            },
         };
         let errors = match &outcome {
             ValidateOutcome::Valid { .. } => 0,

@@ -1,6 +1,7 @@
 //! Edges of the reload path against the real binaries (the reload-edges
-//! issue, in part): a referenced file that is a FIFO, and watcher intervals
-//! of zero.
+//! issue): a referenced file that is a FIFO, watcher intervals of zero, and
+//! in the submodules best-effort isolation, shutdown, SIGHUP during a
+//! reload, persisting, and admin reads during a reload.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -8,6 +9,70 @@ use std::time::{Duration, Instant};
 use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
+
+mod isolation;
+mod persist;
+mod reads;
+mod shutdown;
+mod sighup;
+
+/// An upstream the proxy never needs (no reload checks it).
+const NO_CHECK: &str = "bootstrapServers: [127.0.0.1:9], checkOnReload: false";
+
+/// One cluster: bootstrap on `port`, one broker port after it.
+fn cluster(name: &str, port: u16, upstream: &str, gateway: &str) -> String {
+    format!(
+        "  - name: {name}\n    upstream: {{ {upstream} }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: localhost, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }}{gateway} }}\n",
+        port + 1
+    )
+}
+
+/// A configuration: `top` (top-level settings, each line ending in a
+/// newline) and the clusters.
+fn proxy_config(top: &str, clusters: &[String]) -> String {
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\n{top}virtualClusters:\n{}",
+        clusters.concat()
+    )
+}
+
+/// A port that completes TCP handshakes (the kernel's backlog) and never
+/// answers: an upstream that hangs every request.
+fn black_hole() -> (std::net::TcpListener, u16) {
+    let port = sluice_testkit::ports::port();
+    let hole = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind the black hole");
+    (hole, port)
+}
+
+/// How many clusters [`many`] has: enough that a reload modifying them all
+/// takes a while.
+const CLUSTERS: u16 = 40;
+const CAS_PER_BUNDLE: usize = 150;
+
+/// A directory with the files [`many`] names: a test server pair and a
+/// bundle of many CAs, which each generation parses again on both sides.
+fn slow_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    sluice_testkit::certs::make(dir.path(), "slow");
+    let bundle: String = (0..CAS_PER_BUNDLE)
+        .map(|i| sluice_testkit::certs::Ca::new(&format!("bundle CA {i}")).pem)
+        .collect();
+    std::fs::write(dir.path().join("bundle.pem"), bundle).expect("bundle");
+    dir
+}
+
+/// [`CLUSTERS`] clusters from `port` on, slow to prepare (TLS both ways
+/// with the bundle of [`slow_dir`]), advertising `host`.
+fn many(port: u16, host: &str) -> String {
+    let clusters: Vec<String> = (0..CLUSTERS)
+        .map(|i| {
+            let tls = ", tls: { certFile: server.crt, keyFile: server.key, clientCaFile: bundle.pem }";
+            let upstream = "bootstrapServers: [127.0.0.1:9], checkOnReload: false, tls: { caFile: bundle.pem }";
+            cluster(&format!("c{i}"), port + 2 * i, upstream, tls).replace("localhost", host)
+        })
+        .collect();
+    proxy_config("", &clusters)
+}
 
 fn config(port: u16, gateway_tls: &str) -> String {
     format!(

@@ -13,6 +13,8 @@ use sluice_testkit::rig::{AT_ONCE, Rig};
 use sluice_testkit::volume::Volume;
 use sluice_testkit::watcher::Watcher;
 
+mod files;
+
 const SECONDS_30: Duration = Duration::from_secs(30);
 
 /// Versions the proxy logged as reloaded, with how often each was.

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use sluice_watcher::run::{Settings, wait_turn};
+use std::sync::Arc;
+
+use sluice_watcher::run::{Heartbeat, Settings, wait_turn};
 use sluice_watcher::schedule::{Slot, SlotSource};
 use sluice_watcher::volume::{Content, WatchOptions};
 use tokio::sync::watch;
@@ -39,15 +41,19 @@ async fn slot_two_waits_two_staggers_and_newer_content_restarts_the_wait() {
     rx.borrow_and_update();
     let s = settings(2, Duration::from_secs(1));
     let start = tokio::time::Instant::now();
+    // Never beaten yet: as old as can be.
+    let heartbeat = Arc::new(Heartbeat::default());
+    let beats = Arc::clone(&heartbeat);
     let waiting = tokio::spawn(async move {
         (
-            wait_turn(&s, &mut rx, content("a")).await,
+            wait_turn(&s, &beats, &mut rx, content("a")).await,
             tokio::time::Instant::now(),
         )
     });
 
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!waiting.is_finished(), "returned before slot × stagger");
+    assert!(heartbeat.age() < 60, "waiting for its turn is progress");
     tx.send_replace(content("b"));
     // The wait starts again from here: 2 s more.
     tokio::time::sleep(Duration::from_millis(1900)).await;
@@ -62,7 +68,7 @@ async fn no_stagger_and_no_jitter_reacts_at_once() {
     let (_tx, mut rx) = watch::channel(content("a"));
     let s = settings(5, Duration::ZERO);
     let start = tokio::time::Instant::now();
-    let chosen = wait_turn(&s, &mut rx, content("a")).await;
+    let chosen = wait_turn(&s, &Heartbeat::default(), &mut rx, content("a")).await;
     assert_eq!(chosen.digest, "a");
     assert_eq!(tokio::time::Instant::now(), start);
 }

@@ -9,6 +9,7 @@
 //! - [`monitor`]: `/proc` sampling and the connection probe
 //! - [`metrics`]: Prometheus text, summed by label
 //! - [`run`]: the processes, the loop, the collection
+//! - [`edges`]: SIGHUPs and concurrent reloads meanwhile, SIGTERM at the end
 //! - [`report`]: checks, JSON and table
 //! - [`context`]: the machine and the commit measured
 
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 
 mod args;
 mod context;
+mod edges;
 mod metrics;
 mod monitor;
 mod outcome;

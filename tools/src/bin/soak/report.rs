@@ -83,6 +83,7 @@ pub(crate) fn checks(c: &Collected, args: &Args) -> Vec<Check> {
         .proxy_metrics
         .sum("sluice_virtual_cluster_state", &[("state", "failed")]);
     let (q0, q1) = c.quiescent;
+    let (d, t) = (&c.disturbed, &c.sigterm);
     vec![
         check(
             "no acknowledged message lost",
@@ -156,6 +157,32 @@ pub(crate) fn checks(c: &Collected, args: &Args) -> Vec<Check> {
             ),
         ),
         check(
+            "every SIGHUP was applied, none dropped (some after a running reload)",
+            d.sighups_sent > 0 && d.sighups_handled >= d.sighups_sent,
+            format!(
+                "{} sent, {} handled, {} waited for another reload",
+                d.sighups_sent, d.sighups_handled, d.sighups_waited
+            ),
+        ),
+        check(
+            "concurrent reloads changed nothing and failed none (200, 409 or 412)",
+            !d.concurrent.is_empty()
+                && d.concurrent_changed == 0
+                && d.concurrent.keys().all(|s| [200, 409, 412].contains(s)),
+            format!(
+                "by status {:?}; {} changed something",
+                d.concurrent, d.concurrent_changed
+            ),
+        ),
+        check(
+            "a reload during the drain answered 503, no port reopened, exit 0",
+            t.reload_status == 503 && t.port_refused && t.exit_code == Some(0),
+            format!(
+                "reload {}, port refused {}, exit {:?} {:.1} s after the last connection",
+                t.reload_status, t.port_refused, t.exit_code, t.exit_after_s
+            ),
+        ),
+        check(
             "idle file descriptors back to their start",
             q1.fds > 0 && q1.fds <= q0.fds + FD_SLACK,
             format!("{} at start, {} at end (slack {FD_SLACK})", q0.fds, q1.fds),
@@ -225,6 +252,7 @@ pub(crate) fn json(c: &Collected, args: &Args, checks: &[Check]) -> Value {
         "requested": {"duration_s": args.duration.as_secs(), "reloads": args.reloads},
         "reloading_s": c.reloading.as_secs_f64(),
         "aborted": c.aborted,
+        "edges": {"disturbed": c.disturbed, "sigterm": c.sigterm},
         "clients": {"unchanged": c.clients[0], "modified": c.clients[1]},
         "probes": c.probes,
         "reloads": {"total": c.records.len(), "by_kind": by_kind(c), "steps": steps},

@@ -17,6 +17,7 @@ use sluice_tests::peers::Tansu;
 use sluice_tests::python::Steady;
 
 use crate::args::Args;
+use crate::edges::{self, Disturbed, Sigterm};
 use crate::metrics::Exposition;
 use crate::monitor::{self, Probed, Track, Usage};
 use crate::outcome::{self, Endpoints, Observed, Outcome, generations};
@@ -86,6 +87,10 @@ pub(crate) struct Collected {
     pub(crate) endpoints: (String, Ports),
     /// Why the reloads stopped early, if they did.
     pub(crate) aborted: Option<String>,
+    /// The SIGHUPs and concurrent reloads sent while the watcher reloaded.
+    pub(crate) disturbed: Disturbed,
+    /// The SIGTERM at the end, with a reload posted during the drain.
+    pub(crate) sigterm: Sigterm,
 }
 
 /// The PIDs this run started, one `PID NAME` line each, so `scripts/soak`
@@ -116,8 +121,10 @@ pub(crate) fn run(args: &Args) -> Collected {
     let _held = TcpListener::bind(("127.0.0.1", p.occupied)).expect("hold the occupied port");
     let mut plan = Plan::new(&tansu.addr, p);
     let base = plan.base();
+    // `--persist`: the file a SIGHUP reads holds what the watcher applied.
     let options = Options {
         admin_port: Some(p.admin),
+        args: vec!["--persist".into()],
         ..Options::default()
     };
     let mut proxy = Proxy::launch(tempfile::tempdir().expect("dir"), &base, &options);
@@ -162,6 +169,7 @@ pub(crate) fn run(args: &Args) -> Collected {
     ]);
     let prober = monitor::prober(&[("unchanged", p.unchanged), ("modified", p.modified)]);
 
+    let disturbances = edges::start(&ends.admin, proxy.pid());
     let started = Instant::now();
     let mut records = Vec::new();
     let mut aborted = None;
@@ -195,6 +203,7 @@ pub(crate) fn run(args: &Args) -> Collected {
         records.push(execute(step, &mut volume, &ends, p));
     }
     let reloading = started.elapsed();
+    let disturbed = disturbances.stop(&proxy);
     settle(&ends.admin, false);
     let probes = prober.stop();
     let tracks = sampler.stop();
@@ -211,7 +220,7 @@ pub(crate) fn run(args: &Args) -> Collected {
     settle(&ends.admin, true);
     let quiet_end = monitor::usage(proxy.pid()).unwrap_or_default();
     let fds_end = monitor::descriptors(proxy.pid());
-    let collected = Collected {
+    let mut collected = Collected {
         reloading,
         records,
         clients,
@@ -226,7 +235,10 @@ pub(crate) fn run(args: &Args) -> Collected {
         warnings: [warnings(&proxy.logs()), warnings(&watcher.logs())],
         endpoints: (tansu.addr.clone(), p),
         aborted,
+        disturbed,
+        sigterm: Sigterm::default(),
     };
+    collected.sigterm = edges::sigterm(&mut proxy, p.unchanged);
     let _ = std::fs::write(args.out.join("proxy.log"), proxy.logs().join("\n"));
     let _ = std::fs::write(args.out.join("watcher.log"), watcher.logs().join("\n"));
     for (name, addr) in [("proxy", &ends.admin), ("watcher", &ends.watcher)] {

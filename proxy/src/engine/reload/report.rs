@@ -1,0 +1,107 @@
+//! What a reload's outcome leaves behind: its record in status, the
+//! metrics and the log line; and the settings that wait for a restart.
+
+use std::time::{Duration, SystemTime};
+
+use sluice_admin_api::FailureStage;
+
+use super::ReloadOutcome;
+use crate::config::{ConfigVersion, ProxyConfig};
+use crate::engine::Engine;
+use crate::engine::status::Touched;
+use crate::events::ReloadResult;
+
+impl Engine {
+    pub(super) fn report(
+        &self,
+        outcome: &ReloadOutcome,
+        at: SystemTime,
+        requested: Option<&ConfigVersion>,
+        took: Duration,
+    ) {
+        // Unknown for a SIGHUP refused before it read the file.
+        let version = requested.map(ToString::to_string).unwrap_or_default();
+        let (result, modified, error) = match outcome {
+            ReloadOutcome::Applied { changes, .. } => {
+                let touched = Touched {
+                    added: changes.added.clone(),
+                    modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
+                    removed: changes.removed.clone(),
+                };
+                (ReloadResult::Applied, touched, None)
+            }
+            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Touched::default(), None),
+            ReloadOutcome::Rejected { errors, .. } => (
+                ReloadResult::Rejected,
+                Touched::default(),
+                Some(format!("configuration invalid: {} errors", errors.len())),
+            ),
+            ReloadOutcome::PreconditionFailed { current } => (
+                ReloadResult::PreconditionFailed,
+                Touched::default(),
+                Some(format!(
+                    "If-Match does not match the version in force ({current})"
+                )),
+            ),
+            ReloadOutcome::Failed { reason, .. } => (
+                ReloadResult::Failed,
+                Touched::default(),
+                Some(reason.clone()),
+            ),
+            ReloadOutcome::Busy { .. } => (
+                ReloadResult::Conflict,
+                Touched::default(),
+                Some("another reload is in progress".to_owned()),
+            ),
+            ReloadOutcome::ShuttingDown { .. } => (
+                ReloadResult::ShuttingDown,
+                Touched::default(),
+                Some("the proxy is shutting down".to_owned()),
+            ),
+        };
+        let detail = match outcome {
+            ReloadOutcome::Applied {
+                changes, failed, ..
+            } => format!(
+                "{} added, {} removed, {} modified, {} unchanged, {} failed to start",
+                changes.added.len(),
+                changes.removed.len(),
+                changes.modified.len(),
+                changes.unchanged.len(),
+                failed.len()
+            ),
+            _ => error.clone().unwrap_or_default(),
+        };
+        // The status is recorded before the event is logged, so whoever sees
+        // the log line finds the attempt in `/admin/config/status`. A refused
+        // concurrent attempt does not overwrite the running one's record.
+        if result != ReloadResult::Conflict {
+            let stage = match outcome {
+                ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
+                ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
+                    Some(FailureStage::UpstreamCheck)
+                }
+                ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
+                _ => None,
+            };
+            if let (Some(stage), Some(reason)) = (stage, &error) {
+                self.record_failure(version.clone(), stage, reason.clone());
+            }
+            self.record_reload(at, result, version.clone(), took, modified, error);
+        }
+        self.events.reload(result, &version, took, &detail);
+    }
+}
+
+/// Proxy-wide settings of `now` (in force) that the process, started with
+/// `started`, cannot apply live.
+pub(super) fn restart_required(started: &ProxyConfig, now: &ProxyConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if started.admin.listen != now.admin.listen {
+        out.push(format!(
+            "admin.listen changed from {} to {}: the admin API keeps listening on {} until the proxy restarts",
+            started.admin.listen, now.admin.listen, started.admin.listen
+        ));
+    }
+    out
+}

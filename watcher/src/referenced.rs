@@ -1,0 +1,185 @@
+//! The files the configuration references (certificates, keys, CAs). The
+//! watcher never parses the configuration: the proxy names them in its
+//! validate and status answers. The watcher watches each one (a Secret
+//! volume's `..data` swap included, by the same volume watcher as the
+//! configuration) and computes the effective version of what it sees, by
+//! the proxy's own function, so a renewed certificate is noticed when the
+//! configuration's bytes did not change.
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::volume::{Content, VolumeWatcher, WatchOptions};
+
+/// Largest referenced file read (a certificate bundle is far smaller).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The referenced files, their watches, and their changes.
+#[derive(Debug)]
+pub struct Referenced {
+    /// The configuration's directory: relative paths are taken from it.
+    base: PathBuf,
+    options: WatchOptions,
+    files: Vec<String>,
+    /// One forwarding task per watched file; each holds its watcher.
+    watches: Vec<JoinHandle<()>>,
+    tx: mpsc::Sender<()>,
+    rx: mpsc::Receiver<()>,
+}
+
+impl Drop for Referenced {
+    fn drop(&mut self) {
+        self.unwatch();
+    }
+}
+
+impl Referenced {
+    /// For the configuration at `config`, watched with `options`; no files yet.
+    pub fn new(config: &Path, options: WatchOptions) -> Referenced {
+        let base = config
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        // One pending change is enough: whoever wakes reads everything anew.
+        let (tx, rx) = mpsc::channel(1);
+        Referenced {
+            base,
+            options,
+            files: Vec::new(),
+            watches: Vec::new(),
+            tx,
+            rx,
+        }
+    }
+
+    /// The files as the proxy last named them.
+    pub fn files(&self) -> &[String] {
+        &self.files
+    }
+
+    /// Sets the files the proxy named; watches them when they differ from
+    /// the ones watched. A file whose directory does not exist yet is
+    /// picked up by the resync.
+    pub fn set(&mut self, files: Vec<String>) {
+        if files == self.files {
+            return;
+        }
+        self.unwatch();
+        for file in &files {
+            let path = self.resolve(file);
+            match VolumeWatcher::start(&path, self.options.clone()) {
+                Ok(mut watcher) => {
+                    let tx = self.tx.clone();
+                    self.watches.push(tokio::spawn(async move {
+                        while watcher.changed().await.is_some() {
+                            let _ = tx.try_send(());
+                        }
+                    }));
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot watch a referenced file; the resync will notice its changes");
+                }
+            }
+        }
+        tracing::info!(files = ?files, "watching the files the configuration references");
+        self.files = files;
+    }
+
+    fn unwatch(&mut self) {
+        for task in self.watches.drain(..) {
+            task.abort();
+        }
+    }
+
+    fn resolve(&self, file: &str) -> PathBuf {
+        let path = Path::new(file);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.base.join(path)
+        }
+    }
+
+    /// The effective version of `content` with the referenced files as this
+    /// watcher reads them now.
+    pub fn effective(&self, content: &Content) -> String {
+        let versions: Vec<Option<String>> = self
+            .files
+            .iter()
+            .map(|f| read_version(&self.resolve(f)))
+            .collect();
+        sluice_volume::effective_version(
+            &content.digest,
+            self.files
+                .iter()
+                .zip(&versions)
+                .map(|(f, v)| (f.as_str(), v.as_deref())),
+        )
+    }
+
+    /// Waits for a change of any referenced file (forever when none is
+    /// watched).
+    pub async fn changed(&mut self) {
+        if self.rx.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// The version of a regular file's content; `None` when it is missing, not
+/// a regular file (checked before opening, following symlinks: Secret
+/// volume files are symlinks), or too large.
+fn read_version(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    std::fs::read(path)
+        .ok()
+        .map(|bytes| sluice_volume::sha256_hex(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content(bytes: &[u8]) -> Content {
+        Content {
+            bytes: Some(bytes.to_vec()),
+            digest: sluice_volume::sha256_hex(bytes),
+            data_dir: None,
+            read_at: std::time::SystemTime::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_changed_file_changes_the_effective_version_and_wakes_the_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("proxy.yaml");
+        std::fs::write(&config, "x").unwrap();
+        std::fs::create_dir(dir.path().join("certs")).unwrap();
+        let cert = dir.path().join("certs/server.crt");
+        std::fs::write(&cert, "one").unwrap();
+        let mut files = Referenced::new(&config, WatchOptions::default());
+        let c = content(b"x");
+        let none = files.effective(&c);
+        files.set(vec!["certs/server.crt".into(), "missing.pem".into()]);
+        let before = files.effective(&c);
+        assert_ne!(before, none);
+        std::fs::write(&cert, "two").unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), files.changed())
+            .await
+            .expect("the change wakes the watch");
+        assert_ne!(files.effective(&c), before);
+        // A FIFO is never opened.
+        let fifo = dir.path().join("missing.pem");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(read_version(&fifo), None);
+    }
+}
