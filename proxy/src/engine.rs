@@ -52,6 +52,8 @@ pub type Persist = Box<dyn Fn(&[u8]) + Send + Sync>;
 pub struct Engine {
     metrics: Arc<Metrics>,
     events: Events,
+    /// The certificate-expiry gauge of the clusters serving.
+    expiry: crate::certs::Expiry,
     files: Arc<dyn FileSource>,
     /// Accept loops and drain tasks.
     tracker: TaskTracker,
@@ -140,9 +142,11 @@ impl Engine {
         files: Arc<dyn FileSource>,
     ) -> Result<Arc<Engine>, StartError> {
         let events = Events::new(&metrics);
+        let expiry = crate::certs::Expiry::new(&metrics);
         let engine = Arc::new(Engine {
             metrics,
             events,
+            expiry,
             files,
             tracker: TaskTracker::new(),
             inner: Mutex::new(Inner {
@@ -205,6 +209,15 @@ impl Engine {
         for p in prepared {
             prepare::commit(&mut inner, p, &engine.tracker, &engine.events);
         }
+        for c in &config.config.virtual_clusters {
+            if inner
+                .clusters
+                .get(c.name.as_str())
+                .is_some_and(|g| g.runtime.is_some())
+            {
+                engine.expiry.set(c);
+            }
+        }
         drop(inner);
         engine.events.config_in_force(None, config.version.as_str());
         engine.ready.store(true, Ordering::Release);
@@ -247,6 +260,21 @@ impl Engine {
     /// Whether startup finished and the proxy is not stopping.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// Logs a warning for every certificate in force close to expiry (the
+    /// server calls it periodically; each commit warns on its own).
+    pub fn recheck_certificates(&self) {
+        let inner = self.lock();
+        for c in &inner.config.config.virtual_clusters {
+            if inner
+                .clusters
+                .get(c.name.as_str())
+                .is_some_and(|g| g.runtime.is_some())
+            {
+                self.expiry.recheck(c);
+            }
+        }
     }
 
     /// Whether shutdown has begun: mutating admin calls answer 503.

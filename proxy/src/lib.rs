@@ -19,6 +19,7 @@ pub use sluice_config as config;
 
 pub mod admin;
 mod budget;
+mod certs;
 pub mod cli;
 mod dataplane;
 pub mod engine;

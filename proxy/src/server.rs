@@ -177,9 +177,12 @@ impl Proxy {
         ));
         tracing::info!(admin = %admin_addr, "sluice-proxy ready");
 
+        // Certificates close to expiry are warned about again every hour.
+        let mut recheck = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
+                _ = recheck.tick() => engine.recheck_certificates(),
                 Some(()) = hangup(&mut hangups) => tokio::select! {
                     () = shutdown.cancelled() => break,
                     () = reload_from_file(&engine, &options.config) => {}

@@ -4,6 +4,7 @@
 //! self-signed pairs.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
@@ -80,6 +81,26 @@ impl Ca {
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("leaf certificate");
+        Leaf {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+
+    /// A server certificate for `localhost` and 127.0.0.1 with this serial,
+    /// valid from an hour ago until `lifetime` from now.
+    pub fn server_expiring(&self, common_name: &str, serial: u64, lifetime: Duration) -> Leaf {
+        let key = KeyPair::generate().expect("leaf key");
+        let mut params = leaf_params(&["localhost", "127.0.0.1"], Some(serial));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::HOUR;
+        params.not_after = now + lifetime;
         let cert = params
             .signed_by(&key, &self.issuer)
             .expect("leaf certificate");

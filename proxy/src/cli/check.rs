@@ -17,6 +17,10 @@ struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_clusters: Option<Vec<String>>,
     errors: Vec<ConfigError>,
+    /// Certificates close to expiry or past it: worth a look, not invalid
+    /// (validation itself is free of the clock).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
     /// Set when the file could not be read at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     read_error: Option<String>,
@@ -36,6 +40,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                     config_version: None,
                     virtual_clusters: None,
                     errors: Vec::new(),
+                    warnings: Vec::new(),
                     read_error: Some(format!("cannot read: {e}")),
                 }
             }
@@ -52,6 +57,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                         .collect(),
                 ),
                 errors: Vec::new(),
+                warnings: expiring(&valid.config.virtual_clusters),
                 read_error: None,
             },
             Ok(Err(errors)) => {
@@ -64,6 +70,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                     config_version: None,
                     virtual_clusters: None,
                     errors,
+                    warnings: Vec::new(),
                     read_error: None,
                 }
             }
@@ -88,6 +95,9 @@ fn text(r: &FileReport, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Re
     if let Some(e) = &r.read_error {
         return writeln!(err, "sluice-proxy: {}: {e}", r.file);
     }
+    for w in &r.warnings {
+        writeln!(err, "{}: warning: {w}", r.file)?;
+    }
     if r.valid {
         let clusters = r.virtual_clusters.as_ref().map_or(0, Vec::len);
         let noun = if clusters == 1 { "cluster" } else { "clusters" };
@@ -108,4 +118,20 @@ fn text(r: &FileReport, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Re
         r.file,
         if n == 1 { "" } else { "s" }
     )
+}
+
+/// A warning per certificate within two weeks of expiry, or past it.
+fn expiring(clusters: &[crate::config::model::VirtualCluster]) -> Vec<String> {
+    let now = std::time::SystemTime::now();
+    clusters
+        .iter()
+        .flat_map(|c| {
+            crate::certs::expiries(c)
+                .into_iter()
+                .filter_map(move |(role, not_after)| {
+                    crate::certs::warning(not_after, now)
+                        .map(|w| format!("virtual cluster {}: {} {w}", c.name, role.as_str()))
+                })
+        })
+        .collect()
 }

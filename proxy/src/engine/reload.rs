@@ -301,6 +301,14 @@ impl Engine {
         let mut replaced = Vec::new();
         for p in prepared {
             let name = p.runtime.name().to_owned();
+            if let Some(c) = new
+                .config
+                .virtual_clusters
+                .iter()
+                .find(|c| c.name.as_str() == name)
+            {
+                self.expiry.set(c);
+            }
             if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
                 replaced.push((name, old));
             }
@@ -308,6 +316,7 @@ impl Engine {
         let mut failed = Vec::new();
         for f in isolated {
             let record = prepare::failed(&f.name, f.generation, f.why.clone(), &self.events);
+            self.expiry.forget(&f.name);
             // A failed generation it replaces is forgotten by the drain.
             if let Some(old) = inner.clusters.insert(f.name.clone(), record) {
                 replaced.push((f.name.clone(), old));
@@ -316,6 +325,7 @@ impl Engine {
             failed.push((f.name, f.why));
         }
         for name in &changes.removed {
+            self.expiry.forget(name);
             if let Some(old) = inner.clusters.remove(name) {
                 replaced.push((name.clone(), old));
             }

@@ -25,6 +25,7 @@
 //! - [`soak`]: the soak tool in its smoke size
 
 mod admin_limits;
+mod certs;
 mod edges;
 mod faults;
 mod fleet;
