@@ -61,21 +61,6 @@ impl Ca {
         self.issue(leaf_params(names, serial), common_name)
     }
 
-    /// Like [`Ca::sign`], without a serial, for a certificate that expires
-    /// at midnight UTC `days` days after today: between `days - 1` and
-    /// `days` days from now (for tests of expiry alerts).
-    pub fn sign_expiring(&self, names: &[&str], common_name: &str, days: u64) -> Leaf {
-        let today = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_secs()
-            / 86_400;
-        let (year, month, day) = civil_date(today + days);
-        let mut params = leaf_params(names, None);
-        params.not_after = rcgen::date_time_ymd(year, month, day);
-        self.issue(params, common_name)
-    }
-
     fn issue(&self, mut params: CertificateParams, common_name: &str) -> Leaf {
         let key = KeyPair::generate().expect("leaf key");
         params
@@ -93,21 +78,11 @@ impl Ca {
     /// A server certificate for `localhost` and 127.0.0.1 with this serial,
     /// valid from an hour ago until `lifetime` from now.
     pub fn server_expiring(&self, common_name: &str, serial: u64, lifetime: Duration) -> Leaf {
-        let key = KeyPair::generate().expect("leaf key");
         let mut params = leaf_params(&["localhost", "127.0.0.1"], Some(serial));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::HOUR;
         params.not_after = now + lifetime;
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("leaf certificate");
-        Leaf {
-            cert: cert.pem(),
-            key: key.serialize_pem(),
-        }
+        self.issue(params, common_name)
     }
 
     /// A server certificate for `localhost` and 127.0.0.1 with this serial.
@@ -138,25 +113,6 @@ fn leaf_params(names: &[&str], serial: Option<u64>) -> CertificateParams {
     let mut params = CertificateParams::new(names).expect("certificate params");
     params.serial_number = serial.map(SerialNumber::from);
     params
-}
-
-/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`, for days after the epoch).
-fn civil_date(days: u64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let narrow = |n: u64| u8::try_from(n).expect("a month or a day");
-    (
-        i32::try_from(year).expect("a year"),
-        narrow(month),
-        narrow(day),
-    )
 }
 
 fn write(dir: &Path, name: &str, pem: &str) -> PathBuf {
