@@ -215,3 +215,39 @@ fn every_metric_the_rules_and_the_dashboard_read_is_exported() {
         "read but not exported: {missing:?} (where: {used:?}); exported: {exported:?}"
     );
 }
+
+#[test]
+fn the_dashboard_shows_rollouts_reloads_drains_traffic_memory_and_certificates() {
+    let read: BTreeSet<String> = dashboard_exprs()
+        .iter()
+        .flat_map(|e| metric_names(e))
+        .collect();
+    for needed in [
+        "sluice_config_info",
+        "sluice_watcher_rollout_halted",
+        "sluice_watcher_slot",
+        "sluice_config_reload_total",
+        "sluice_watcher_reloads_total",
+        "sluice_drained_connections_total",
+        "sluice_connections_active",
+        "sluice_bytes_total",
+        "sluice_buffered_bytes",
+        "sluice_max_buffered_bytes",
+        "sluice_tls_certificate_expiry_timestamp_seconds",
+        "sluice_webhook_certificate_expiry_timestamp_seconds",
+    ] {
+        assert!(
+            read.contains(needed),
+            "the dashboard does not show {needed}"
+        );
+    }
+    let text = std::fs::read_to_string(dashboard_file()).expect("dashboard");
+    let dashboard: Value = serde_json::from_str(&text).expect("JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let ids: BTreeSet<u64> = panels.iter().filter_map(|p| p["id"].as_u64()).collect();
+    assert_eq!(ids.len(), panels.len(), "every panel has its own id");
+    for p in panels.iter().filter(|p| p["type"] != "row") {
+        let targets = p["targets"].as_array().map_or(0, Vec::len);
+        assert!(targets > 0, "panel {} has no query", p["title"]);
+    }
+}
