@@ -251,3 +251,12 @@ fn the_dashboard_shows_rollouts_reloads_drains_traffic_memory_and_certificates()
         assert!(targets > 0, "panel {} has no query", p["title"]);
     }
 }
+
+#[test]
+fn metric_names_are_read_out_of_promql_and_nothing_else() {
+    let expr = "histogram_quantile(0.99, sum by (le, cluster) (rate(sluice_a_bucket{x=\"}y\", \
+                z=~'$v'}[$__rate_interval]))) / on (instance) group_left (version) \
+                topk by (namespace) (1, sluice_b offset 5m) > 1e3 unless bool sluice_c:rate5m";
+    let names: Vec<String> = metric_names(expr).into_iter().collect();
+    assert_eq!(names, ["sluice_a_bucket", "sluice_b", "sluice_c:rate5m"]);
+}
