@@ -4,6 +4,7 @@
 //! started by a test with its own configuration and data directory, asked
 //! for its alerts over its HTTP API.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -185,16 +186,32 @@ pub fn first_value(body: &str) -> Option<f64> {
     v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
 }
 
-/// `(alertname, state)` of every active alert in an `/api/v1/alerts` body.
-pub fn alert_states(body: &str) -> Vec<(String, String)> {
+/// An active alert: its name, `pending` or `firing`, and its labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    /// `alertname`.
+    pub name: String,
+    /// `pending` or `firing`.
+    pub state: String,
+    /// Every label (`alertname` included).
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Every active alert in an `/api/v1/alerts` body.
+pub fn alert_states(body: &str) -> Vec<Alert> {
     let v: Value = serde_json::from_str(body).expect("JSON from /api/v1/alerts");
     v["data"]["alerts"]
         .as_array()
         .expect("alerts")
         .iter()
         .map(|a| {
-            let text = |x: &Value| x.as_str().unwrap_or_default().to_owned();
-            (text(&a["labels"]["alertname"]), text(&a["state"]))
+            let labels: BTreeMap<String, String> =
+                serde_json::from_value(a["labels"].clone()).expect("labels");
+            Alert {
+                name: labels.get("alertname").cloned().unwrap_or_default(),
+                state: a["state"].as_str().unwrap_or_default().to_owned(),
+                labels,
+            }
         })
         .collect()
 }
@@ -206,10 +223,10 @@ pub fn wait_for_alerts(
     what: &str,
     timeout: Duration,
     mut alerts: impl FnMut() -> Option<String>,
-    done: impl Fn(&[(String, String)]) -> bool,
-) -> Vec<(String, String)> {
+    done: impl Fn(&[Alert]) -> bool,
+) -> Vec<Alert> {
     let deadline = Instant::now() + timeout;
-    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut seen: Vec<Alert> = Vec::new();
     loop {
         let now = alerts().map(|b| alert_states(&b)).unwrap_or_default();
         for s in &now {
