@@ -31,7 +31,7 @@ pub(crate) struct Budget {
     used: Gauge,
     /// The most ever charged at once (for tests and benchmarks).
     peak: AtomicI64,
-    /// `sluice_buffered_bytes_limit`.
+    /// `sluice_max_buffered_bytes`.
     limit: Gauge,
     /// `sluice_buffered_reads_paused_total`: reservations that had to wait.
     paused: Counter,

@@ -62,6 +62,17 @@ pub(crate) enum ReloadResult {
 }
 
 impl ReloadResult {
+    /// Every result, for code that must name each one.
+    pub(crate) const ALL: [ReloadResult; 7] = [
+        ReloadResult::Applied,
+        ReloadResult::Unchanged,
+        ReloadResult::Rejected,
+        ReloadResult::Failed,
+        ReloadResult::Conflict,
+        ReloadResult::PreconditionFailed,
+        ReloadResult::ShuttingDown,
+    ];
+
     /// The label value and the status shown in `/admin/config/status`.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -106,7 +117,7 @@ impl Events {
         };
         metrics.register(
             "config_reload",
-            "Reload attempts by result (applied, unchanged, rejected, failed, conflict, precondition_failed)",
+            "Reload attempts by result (applied, unchanged, rejected, failed, conflict, precondition_failed, shutting_down)",
             e.reloads.clone(),
         );
         metrics.register(
@@ -139,6 +150,13 @@ impl Events {
             "Client connections open now, per cluster generation",
             e.generation_connections.clone(),
         );
+        // Every result exists from the start, at 0: an alert on
+        // `increase(...{result="failed"})` sees the first failure too.
+        for result in ReloadResult::ALL {
+            e.reloads.get_or_create_owned(&ResultLabel {
+                result: result.as_str(),
+            });
+        }
         e
     }
 

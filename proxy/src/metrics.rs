@@ -157,7 +157,7 @@ impl Metrics {
             used.clone(),
         );
         r.register(
-            "buffered_bytes_limit",
+            "max_buffered_bytes",
             "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
             limit.clone(),
         );
@@ -228,6 +228,12 @@ impl Metrics {
             cluster: name.to_owned(),
             direction,
         };
+        // At 0 from the start, so that an alert on its increase sees the
+        // first refused connection too.
+        f.connections_rejected.get_or_create_owned(&ReasonLabels {
+            cluster: name.to_owned(),
+            reason: "max_connections",
+        });
         ClusterMetrics {
             name: name.to_owned(),
             families: f.clone(),

@@ -58,8 +58,11 @@ impl Ca {
     /// A certificate for `names` (DNS names or IP addresses) with this
     /// common name, and this serial number when one is given.
     pub fn sign(&self, names: &[&str], common_name: &str, serial: Option<u64>) -> Leaf {
+        self.issue(leaf_params(names, serial), common_name)
+    }
+
+    fn issue(&self, mut params: CertificateParams, common_name: &str) -> Leaf {
         let key = KeyPair::generate().expect("leaf key");
-        let mut params = leaf_params(names, serial);
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
@@ -75,21 +78,11 @@ impl Ca {
     /// A server certificate for `localhost` and 127.0.0.1 with this serial,
     /// valid from an hour ago until `lifetime` from now.
     pub fn server_expiring(&self, common_name: &str, serial: u64, lifetime: Duration) -> Leaf {
-        let key = KeyPair::generate().expect("leaf key");
         let mut params = leaf_params(&["localhost", "127.0.0.1"], Some(serial));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::HOUR;
         params.not_after = now + lifetime;
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("leaf certificate");
-        Leaf {
-            cert: cert.pem(),
-            key: key.serialize_pem(),
-        }
+        self.issue(params, common_name)
     }
 
     /// A server certificate for `localhost` and 127.0.0.1 with this serial.

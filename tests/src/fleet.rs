@@ -15,7 +15,8 @@ use sluice_testkit::volume::Volume;
 
 /// Every proxy's admin port.
 pub const ADMIN: u16 = 9190;
-/// Every watcher's metrics port (on its pod's loopback).
+/// Every watcher's metrics port (on every address of its pod, so that a
+/// Prometheus in the hub can scrape it).
 pub const WATCHER: u16 = 9192;
 /// The broker's port in the hub.
 pub const BROKER: u16 = 9092;
@@ -135,7 +136,7 @@ impl Fleet {
                 "--proxy",
                 &format!("http://127.0.0.1:{ADMIN}"),
                 "--metrics-listen",
-                &format!("127.0.0.1:{WATCHER}"),
+                &format!("0.0.0.0:{WATCHER}"),
                 "--log-format",
                 "json",
             ]);

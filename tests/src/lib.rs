@@ -11,6 +11,8 @@
 //! - [`sockets`]: the kernel's view of who is connected to whom
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
 //! - [`fleet`]: three pods in network namespaces (the rollout tests and bench)
+//! - [`prometheus`]: a real Prometheus, `promtool`, the shipped rules and dashboard
+//! - [`promql`]: metric names in PromQL expressions and in `/metrics` texts
 //!
 //! The end-to-end tests themselves are one binary, `tests/e2e`, with a
 //! module per concept.
@@ -20,5 +22,7 @@ pub mod fleet;
 pub mod kafka;
 pub mod manifests;
 pub mod peers;
+pub mod prometheus;
+pub mod promql;
 pub mod python;
 pub mod sockets;

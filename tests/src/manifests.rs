@@ -34,10 +34,16 @@ impl Rendered {
 /// Renders `manifests/overlays/<overlay>` from a copy of the manifests (so a
 /// generator script can write into it), running `prepare` in the copy first.
 pub fn render(overlay: &str, prepare: Option<&str>) -> Rendered {
+    render_dir(&format!("overlays/{overlay}"), prepare)
+}
+
+/// Renders `manifests/<path>` (a kustomization) like [`render`].
+pub fn render_dir(path: &str, prepare: Option<&str>) -> Rendered {
+    let overlay = path.rsplit('/').next().unwrap_or(path);
     let dir = tempfile::tempdir().expect("temp dir");
     let copy = dir.path().join("manifests");
     copy_tree(&repo().join("manifests"), &copy);
-    let overlay_dir = copy.join("overlays").join(overlay);
+    let overlay_dir = copy.join(path);
     if let Some(script) = prepare {
         let out = Command::new(overlay_dir.join(script))
             .output()
@@ -61,18 +67,23 @@ pub fn render(overlay: &str, prepare: Option<&str>) -> Rendered {
     let file = dir.path().join(format!("{overlay}.yaml"));
     std::fs::write(&file, &out.stdout).expect("write rendering");
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let objects = serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| {
-            let value: serde_yaml::Value =
-                serde::Deserialize::deserialize(doc).expect("a YAML document");
-            serde_json::to_value(value).expect("JSON-compatible YAML")
-        })
-        .collect();
+    let objects = yaml_documents(&text);
     Rendered {
         file,
         objects,
         _dir: dir,
     }
+}
+
+/// Every document of a YAML stream, as JSON values for easy indexing.
+pub fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml::Deserializer::from_str(text)
+        .map(|doc| {
+            let value: serde_yaml::Value =
+                serde::Deserialize::deserialize(doc).expect("a YAML document");
+            serde_json::to_value(value).expect("JSON-compatible YAML")
+        })
+        .collect()
 }
 
 /// What `kubectl kustomize` prints when `overlay` fails to render from a

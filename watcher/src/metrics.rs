@@ -90,6 +90,11 @@ impl Metrics {
             m.lag.clone(),
         );
         m.fleet.register(&mut registry);
+        // Every result exists from the start, at 0: an alert on
+        // `increase(...{result="failed"})` sees the first failure too.
+        for result in ["applied", "unchanged", "rejected", "failed"] {
+            m.reloads.get_or_create_owned(&ResultLabel { result });
+        }
         Metrics { registry, ..m }
     }
 

@@ -207,15 +207,7 @@ mod tests {
         for state in State::ALL {
             assert_eq!(wire_state(state).as_str(), state.as_str());
         }
-        for result in [
-            ReloadResult::Applied,
-            ReloadResult::Unchanged,
-            ReloadResult::Rejected,
-            ReloadResult::Failed,
-            ReloadResult::Conflict,
-            ReloadResult::PreconditionFailed,
-            ReloadResult::ShuttingDown,
-        ] {
+        for result in ReloadResult::ALL {
             let json = serde_json::to_value(wire_result(result)).unwrap();
             assert_eq!(json, result.as_str());
         }

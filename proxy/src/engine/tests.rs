@@ -125,7 +125,7 @@ async fn a_reload_applies_max_buffered_bytes_at_once() {
     let engine = start(&config(port, "127.0.0.1:1", "localhost"));
     let limit = |e: &Engine| {
         e.metrics().encode().lines().find_map(|l| {
-            l.strip_prefix("sluice_buffered_bytes_limit ")?
+            l.strip_prefix("sluice_max_buffered_bytes ")?
                 .parse::<u64>()
                 .ok()
         })

@@ -15,7 +15,7 @@ use sluice_tests::python;
 
 /// Three pods whose watchers know each other: no stagger or jitter, the
 /// canary soak and the peer timeout as given.
-fn gated(canary_soak: &str, peer_timeout: &str) -> Fleet {
+pub(crate) fn gated(canary_soak: &str, peer_timeout: &str) -> Fleet {
     Fleet::start(&[
         "--stagger",
         "0s",

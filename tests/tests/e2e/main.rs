@@ -21,6 +21,7 @@
 //! - [`tls`]: TLS both ways with OpenSSL peers
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
+//! - [`ops`]: the alert rules and dashboard, evaluated by a real Prometheus
 //! - [`soak`]: the soak tool in its smoke size
 
 mod admin_limits;
@@ -31,6 +32,7 @@ mod fleet;
 mod gateway;
 mod manifests;
 mod memory;
+mod ops;
 mod parity;
 mod process;
 mod reload;

@@ -117,8 +117,5 @@ async fn at_the_budget_connections_stop_reading_until_memory_is_released() {
     b_upstream.write_all(&answer).await.unwrap();
     assert_eq!(read_frame(&mut b).await, answer);
     eventually("all memory returned", || budget.used() == 0).await;
-    assert_eq!(
-        rig.metric("sluice_buffered_bytes_limit"),
-        f64::from(1 << 20)
-    );
+    assert_eq!(rig.metric("sluice_max_buffered_bytes"), f64::from(1 << 20));
 }
