@@ -14,6 +14,7 @@ use sluice_testkit::volume::Volume;
 use sluice_testkit::watcher::Watcher;
 
 mod files;
+mod upstream_ca;
 
 const SECONDS_30: Duration = Duration::from_secs(30);
 

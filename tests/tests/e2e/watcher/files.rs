@@ -21,7 +21,7 @@ use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
 use sluice_tests::python::Steady;
 
 /// A resync far beyond each test, so only watched changes can act.
-const NO_RESYNC: [&str; 6] = ["--stagger", "0s", "--jitter", "0s", "--resync", "1h"];
+pub(super) const NO_RESYNC: [&str; 6] = ["--stagger", "0s", "--jitter", "0s", "--resync", "1h"];
 
 /// One cluster serving TLS with the pair in `secret`.
 fn with_tls(admin: &str, port: u16, secret: &Volume) -> String {
@@ -34,7 +34,7 @@ fn with_tls(admin: &str, port: u16, secret: &Volume) -> String {
 }
 
 /// A new directory `name` in `dir`, for a volume.
-fn made(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
+pub(super) fn made(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
     let path = dir.path().join(name);
     std::fs::create_dir(&path).expect("volume directory");
     path
