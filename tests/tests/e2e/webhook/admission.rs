@@ -59,6 +59,20 @@ async fn invalid_create_lists_every_error_with_its_line() {
     webhook.assert_clean_logs(&[]);
 }
 
+/// A certificate moved to new paths, nothing else: the proxy swaps it into
+/// the running generation, so there is nothing to warn about.
+#[tokio::test]
+async fn update_that_only_rotates_certificates_warns_of_no_drain() {
+    let pki = Pki::new();
+    let webhook = start(&pki, &[]);
+    let (status, answer) = webhook.review(fixture("update-rotation.json")).await;
+    assert_eq!(status, 200);
+    let r = response(&answer, "update-rotation.json");
+    assert_eq!(r["allowed"], true);
+    assert!(r.get("warnings").is_none(), "{r}");
+    webhook.assert_clean_logs(&[]);
+}
+
 #[tokio::test]
 async fn update_warns_which_clusters_drain_leave_and_arrive() {
     let pki = Pki::new();
