@@ -159,6 +159,10 @@ pub(crate) fn sigterm(proxy: &mut Proxy, port: u16) -> Sigterm {
     let in_force = request(&admin, "GET", endpoints::CONFIG, &[], b"")
         .map(|r| r.body)
         .unwrap_or_default();
+    // A drain long enough that the reload below always finds the proxy
+    // draining, however loaded the machine: the held connection ends it.
+    let long_drain = in_force.replacen("drainTimeout: ", "drainTimeout: 60s\n# was: ", 1);
+    let _ = request(&admin, "POST", endpoints::RELOAD, &[], long_drain.as_bytes());
     proxy.process().signal("TERM");
     wait_for_status(&admin, endpoints::READY, 503, Duration::from_secs(10));
     let changed = format!("{in_force}\n# posted during the drain\n");
