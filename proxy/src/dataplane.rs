@@ -16,6 +16,7 @@ pub(crate) mod check;
 pub(crate) mod cluster;
 pub(crate) mod connection;
 pub(crate) mod listener;
+mod patience;
 mod requests;
 mod responses;
 pub(crate) mod tls;

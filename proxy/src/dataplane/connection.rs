@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
+use super::patience::WriteStalled;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
 use super::upstream::{self, BoxIo, UpstreamError};
@@ -111,11 +112,13 @@ impl FrameClock {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ConnError {
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("{0}")]
     Frame(#[from] FrameError),
     #[error("a started frame did not arrive whole within {0:?}")]
     FrameTimeout(Duration),
+    #[error("{0}")]
+    WriteTimeout(WriteStalled),
     #[error("{0}")]
     Rewrite(#[from] RewriteError),
     #[error("{0}")]
@@ -142,6 +145,7 @@ impl ConnError {
             ConnError::Frame(FrameError::TooLarge { .. }) => "too_large",
             ConnError::Frame(_) => "malformed",
             ConnError::FrameTimeout(_) => "frame_timeout",
+            ConnError::WriteTimeout(_) => "write_timeout",
             ConnError::Rewrite(_) => "rewrite",
             ConnError::Upstream(_) => "upstream",
             ConnError::Tls(_) => "tls",
@@ -149,6 +153,15 @@ impl ConnError {
                 "upstream_protocol"
             }
             ConnError::Forced => "drain_deadline",
+        }
+    }
+}
+
+impl From<std::io::Error> for ConnError {
+    fn from(e: std::io::Error) -> Self {
+        match e.downcast::<WriteStalled>() {
+            Ok(stalled) => ConnError::WriteTimeout(stalled),
+            Err(e) => ConnError::Io(e),
         }
     }
 }
@@ -191,7 +204,7 @@ pub(crate) async fn serve(
                     ConnError::Io(_) | ConnError::ClosedMidFrame => {
                         tracing::debug!(error = %e, "connection ended")
                     }
-                    ConnError::Upstream(_) | ConnError::Tls(_) => {
+                    ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
                         tracing::info!(error = %e, "connection closed")
                     }
                     _ => tracing::warn!(error = %e, "connection closed on protocol error"),

@@ -2,7 +2,8 @@
 //! A response whose request the proxy rewrites the answer of (broker
 //! addresses, ApiVersions) is held whole, rewritten, written and freed;
 //! every other one streams through the connection's chunk as it arrives.
-//! The proxy's own answers are written in their turn.
+//! The proxy's own answers are written in their turn. Each frame has
+//! `limits.frameTimeout` of waiting for the client to take it (`patience`).
 
 use std::collections::VecDeque;
 
@@ -14,6 +15,7 @@ use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, Slot};
+use super::patience::Patient;
 use crate::kafka::api_name;
 use crate::kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
@@ -28,7 +30,7 @@ const API_VERSIONS: i16 = 18;
 /// and every slot is answered.
 pub(super) async fn forward_responses<R, W>(
     mut rd: R,
-    mut wr: W,
+    wr: W,
     mut rx: mpsc::UnboundedReceiver<Slot>,
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
@@ -36,7 +38,11 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let max = cluster.config.limits.max_frame_bytes;
+    let limits = cluster.config.limits;
+    let (max, mut wr) = (
+        limits.max_frame_bytes,
+        Patient::new(wr, limits.frame_timeout),
+    );
     let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_client.clone());
     // Bounded by the slots' permits.
     let mut queue: VecDeque<Slot> = VecDeque::new();
@@ -90,6 +96,7 @@ where
         }
         // Passed on: the slot's permit lets the client send another request.
         queue.pop_front();
+        wr.next_frame();
     }
 }
 
