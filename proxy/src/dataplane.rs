@@ -15,6 +15,7 @@ mod buffer;
 pub(crate) mod check;
 pub(crate) mod cluster;
 pub(crate) mod connection;
+mod inflight;
 pub(crate) mod listener;
 mod patience;
 mod requests;

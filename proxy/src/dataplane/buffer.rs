@@ -25,7 +25,7 @@ use crate::budget::{Budget, Charge};
 /// How much a busy direction reads at a time, and so holds.
 pub(super) const CHUNK: usize = 64 * 1024;
 /// What an idle direction reads into while it waits for data.
-const PROBE: usize = 512;
+const PROBE: usize = 128;
 
 /// One direction's read buffer and what it has passed on but not written.
 pub(super) struct FrameBuf {

@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
+use super::inflight;
 use super::patience::WriteStalled;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
@@ -218,9 +219,11 @@ pub(crate) async fn serve(
 
 async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
     let _ = tcp.set_nodelay(true);
+    // The handshake and the upstream connect are boxed: their state lives
+    // only while they run, not in the connection's task for its whole life.
     let client: BoxIo = match &cluster.acceptor {
         Some(acceptor) => {
-            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, Box::pin(acceptor.accept(tcp)))
                 .await
                 .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
                 .map_err(ConnError::Tls)?;
@@ -228,21 +231,25 @@ async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(),
         }
         None => Box::new(tcp),
     };
-    let upstream = match role {
+    let upstream = Box::pin(connect_upstream(cluster, role)).await?;
+    pipe(client, upstream, cluster).await
+}
+
+async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<BoxIo, ConnError> {
+    Ok(match role {
         Role::Bootstrap => upstream::connect_bootstrap(cluster).await?.0,
         Role::Broker(id) => {
             let addr = upstream::node_address(cluster, id).await?;
             upstream::connect(cluster, &addr.host, addr.port).await?
         }
-    };
-    pipe(client, upstream, cluster).await
+    })
 }
 
 async fn pipe(client: BoxIo, upstream: BoxIo, cluster: &ClusterRuntime) -> Result<(), ConnError> {
     let (client_rd, client_wr) = tokio::io::split(client);
     let (upstream_rd, upstream_wr) = tokio::io::split(upstream);
-    // Unbounded as a channel, bounded by the permits its slots carry.
-    let (tx, rx) = mpsc::unbounded_channel();
+    // Bounded by the permits its slots carry.
+    let (tx, rx) = inflight::queue();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
     let responses = forward_responses(upstream_rd, client_wr, rx, cluster);

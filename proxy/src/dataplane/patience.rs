@@ -32,7 +32,8 @@ pub(super) struct Patient<W> {
     left: Duration,
     /// Since when the current write has waited, if it waits.
     since: Option<Instant>,
-    timer: Pin<Box<Sleep>>,
+    /// Made at the first write that waits: most connections never need it.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<W: AsyncWrite + Unpin> Patient<W> {
@@ -43,7 +44,7 @@ impl<W: AsyncWrite + Unpin> Patient<W> {
             limit,
             left: limit,
             since: None,
-            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            timer: None,
         }
     }
 
@@ -65,12 +66,18 @@ impl<W: AsyncWrite + Unpin> Patient<W> {
             }
             return Poll::Ready(r);
         }
-        if self.since.is_none() {
-            let now = Instant::now();
-            self.since = Some(now);
-            self.timer.as_mut().reset(now + self.left);
-        }
-        ready!(self.timer.as_mut().poll(cx));
+        let timer = match (self.since, &mut self.timer) {
+            (Some(_), Some(timer)) => timer,
+            (_, timer) => {
+                let deadline = Instant::now() + self.left;
+                self.since = Some(Instant::now());
+                let timer =
+                    timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                timer.as_mut().reset(deadline);
+                timer
+            }
+        };
+        ready!(timer.as_mut().poll(cx));
         Poll::Ready(Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             WriteStalled(self.limit),

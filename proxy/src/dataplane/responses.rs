@@ -9,12 +9,12 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
 use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, Slot};
+use super::inflight::Receiver;
 use super::patience::Patient;
 use crate::kafka::api_name;
 use crate::kafka::frame::{
@@ -31,7 +31,7 @@ const API_VERSIONS: i16 = 18;
 pub(super) async fn forward_responses<R, W>(
     mut rd: R,
     wr: W,
-    mut rx: mpsc::UnboundedReceiver<Slot>,
+    mut rx: Receiver<Slot>,
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
 where
@@ -48,7 +48,7 @@ where
     let mut queue: VecDeque<Slot> = VecDeque::new();
     let mut open = true;
     loop {
-        while let Ok(slot) = rx.try_recv() {
+        while let Some(slot) = rx.try_recv() {
             queue.push_back(slot);
         }
         let Some(front) = queue.front() else {
@@ -72,16 +72,19 @@ where
                     if n == 0 {
                         return Ok(());
                     }
-                    buf.adopt(n).await;
+                    Box::pin(buf.adopt(n)).await;
                 }
             }
             continue;
         };
         match &front.answer {
-            Answer::Local(answer) => buf.write(&mut wr, answer).await?,
+            // Boxed: what a frame on its way needs is held only while it
+            // is, so that an idle connection's task stays small.
+            Answer::Local(answer) => Box::pin(buf.write(&mut wr, answer)).await?,
             Answer::Upstream(header) => {
                 let header = *header;
-                let relayed = relay(&header, max, &mut buf, &mut rd, &mut wr, cluster).await;
+                let relayed =
+                    Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
                 match relayed {
                     Err(ConnError::ClosedMidFrame) => {
                         let waiting = queue
