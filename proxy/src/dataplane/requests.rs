@@ -96,12 +96,16 @@ where
         };
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
-        let (b, r, w, c, s) = (&mut buf, &mut rd, &mut wr, &mut clock, &mut stop);
+        let way = Way {
+            buf: &mut buf,
+            rd: &mut rd,
+            wr: &mut wr,
+            clock: &mut clock,
+            stop: &mut stop,
+        };
         let stopped = match decide(cluster, &header) {
-            Verdict::Forward => Box::pin(forward(request, b, r, w, c, s)).await?,
-            Verdict::Deny { error_code } => {
-                Box::pin(deny(request, error_code, b, r, w, c, s)).await?
-            }
+            Verdict::Forward => Box::pin(way.forward(request)).await?,
+            Verdict::Deny { error_code } => Box::pin(way.deny(request, error_code)).await?,
         };
         if stopped {
             return Ok(());
@@ -152,97 +156,93 @@ impl Request<'_> {
     }
 }
 
-/// Answers a request a filter denies: held whole (to decode it), answered
-/// in its turn, freed. True when the generation drained before it had a
-/// slot.
-async fn deny<R, W>(
-    request: Request<'_>,
-    error_code: i16,
-    buf: &mut FrameBuf,
-    rd: &mut R,
-    wr: &mut W,
-    clock: &mut FrameClock,
-    stop: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, ConnError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let (header, cluster) = (request.header, request.cluster);
-    let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {
-        return Ok(true);
-    };
-    let frame = buf.hold(request.total, rd, wr, clock).await?;
-    let answer = deny_response(&frame, &header, error_code)?;
-    drop(frame);
-    cluster.metrics.denied(api_name(header.api_key));
-    // A large answer waits in as many slots as its size asks.
-    let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
-    if more > 0 {
-        let Some(more) = request.slots(more, buf, wr, stop).await? else {
-            return Ok(true);
-        };
-        permit.merge(more);
-    }
-    let charge = cluster.budget().force(answer.len());
-    request.send(Answer::Local(charged(answer, charge)), permit);
-    Ok(false)
-}
-
 fn broken_pipe() -> ConnError {
     ConnError::Io(std::io::ErrorKind::BrokenPipe.into())
 }
 
-/// Sends a request on upstream, streamed, after queuing its slot when it
-/// expects an answer. True when the generation drained before any of it
-/// went.
-async fn forward<R, W>(
-    request: Request<'_>,
-    buf: &mut FrameBuf,
-    rd: &mut R,
-    wr: &mut W,
-    clock: &mut FrameClock,
-    stop: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, ConnError>
+/// What a frame on its way works with: the direction's buffer, both ends,
+/// the frame's clock and the drain's stop.
+struct Way<'a, R, W, S> {
+    buf: &'a mut FrameBuf,
+    rd: &'a mut R,
+    wr: &'a mut W,
+    clock: &'a mut FrameClock,
+    stop: &'a mut S,
+}
+
+impl<R, W, S> Way<'_, R, W, S>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
+    S: Future<Output = ()> + Unpin,
 {
-    let total = request.total;
-    // Produce with acks=0 gets no answer; its acks sit after the client and
-    // transactional ids, nearly always in the first chunk.
-    let expects = loop {
-        let unread = buf.unread();
-        match expects_response_from(unread, total, &request.header) {
-            Some(expects) => break Some(expects),
-            None if unread.len() < total.min(CHUNK) => {
-                if buf.read_more(rd, wr, clock).await? == 0 {
-                    return Err(ConnError::ClosedMidFrame);
+    /// Sends a request on upstream, streamed, after queuing its slot when it
+    /// expects an answer. True when the generation drained before any of it
+    /// went.
+    async fn forward(self, request: Request<'_>) -> Result<bool, ConnError> {
+        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+        let total = request.total;
+        // Produce with acks=0 gets no answer; its acks sit after the client and
+        // transactional ids, nearly always in the first chunk.
+        let expects = loop {
+            let unread = buf.unread();
+            match expects_response_from(unread, total, &request.header) {
+                Some(expects) => break Some(expects),
+                None if unread.len() < total.min(CHUNK) => {
+                    if buf.read_more(rd, wr, clock).await? == 0 {
+                        return Err(ConnError::ClosedMidFrame);
+                    }
                 }
+                None => break None,
             }
-            None => break None,
-        }
-    };
-    let Some(expects) = expects else {
-        // Ids too long to tell within a chunk: held whole to be read.
-        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
-            return Ok(true);
         };
-        let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
-        if expects_response(&frame, &request.header) {
+        let Some(expects) = expects else {
+            // Ids too long to tell within a chunk: held whole to be read.
+            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
+            if expects_response(&frame, &request.header) {
+                request.send(Answer::Upstream(request.header), permit);
+            }
+            buf.write(wr, &frame).await?;
+            return Ok(false);
+        };
+        if expects {
+            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+                return Ok(true);
+            };
             request.send(Answer::Upstream(request.header), permit);
         }
-        buf.write(wr, &frame).await?;
-        return Ok(false);
-    };
-    if expects {
-        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+        buf.stream(total, rd, wr, clock).await?;
+        Ok(false)
+    }
+
+    /// Answers a request a filter denies: held whole (to decode it), answered
+    /// in its turn, freed. True when the generation drained before it had a
+    /// slot.
+    async fn deny(self, request: Request<'_>, error_code: i16) -> Result<bool, ConnError> {
+        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+        let (header, cluster) = (request.header, request.cluster);
+        let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {
             return Ok(true);
         };
-        request.send(Answer::Upstream(request.header), permit);
+        let frame = buf.hold(request.total, rd, wr, clock).await?;
+        let answer = deny_response(&frame, &header, error_code)?;
+        drop(frame);
+        cluster.metrics.denied(api_name(header.api_key));
+        // A large answer waits in as many slots as its size asks.
+        let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
+        if more > 0 {
+            let Some(more) = request.slots(more, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            permit.merge(more);
+        }
+        let charge = cluster.budget().force(answer.len());
+        request.send(Answer::Local(charged(answer, charge)), permit);
+        Ok(false)
     }
-    buf.stream(total, rd, wr, clock).await?;
-    Ok(false)
 }
 
 fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
