@@ -137,7 +137,7 @@ impl Metrics {
         );
         r.register(
             "connections_closed_on_error",
-            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, rewrite, upstream)",
+            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream)",
             f.connections_closed_on_error.clone(),
         );
         r.register(

@@ -4,6 +4,7 @@ usage:
   bench_load.py produce BOOTSTRAP TOPIC MEGABYTES ACKS   as fast as possible, 1 KiB records
   bench_load.py consume BOOTSTRAP TOPIC RECORDS          from the beginning of partition 0
   bench_load.py latency BOOTSTRAP TOPIC RATE SECONDS ACKS [--hold]
+  any of them followed by --ssl CA: TLS to the bootstrap servers, trusting CA
 
 produce: times the first produce() to the end of flush(); reports the
   acknowledged payload rate.
@@ -32,13 +33,18 @@ def cpu():
     return r.ru_utime + r.ru_stime
 
 
+# Connection settings every client takes (TLS with --ssl CA).
+TRANSPORT = {}
+
+
 def report(**fields):
     print(json.dumps(fields), flush=True)
 
 
 def produce(bootstrap, topic, megabytes, acks):
     count = int(megabytes) * 1024
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "compression.type": "none"})
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "compression.type": "none",
+                  **TRANSPORT})
     p.list_topics(topic, timeout=10)
     failed = []
     cb = lambda err, _msg: err is not None and failed.append(str(err))
@@ -63,7 +69,7 @@ def consume(bootstrap, topic, records):
     # tansu holds every Fetch for fetch.wait.max.ms even when it has data (at
     # the default 500 ms it paces every path alike at ~20 MB/s): ask for 1 ms.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 1})
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 1, **TRANSPORT})
     c.assign([TopicPartition(topic, 0, 0)])
     seen, counted, t0, c0, errors = 0, 0, None, None, []
     deadline = time.time() + 120
@@ -87,7 +93,7 @@ def consume(bootstrap, topic, records):
 
 def latency(bootstrap, topic, rate, seconds, acks, hold):
     rate, seconds = float(rate), float(seconds)
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, **TRANSPORT})
     p.list_topics(topic, timeout=10)
     samples, errors, measuring, done = [], [], [False], threading.Event()
 
@@ -136,7 +142,13 @@ def latency(bootstrap, topic, rate, seconds, acks, hold):
            max_ms=samples[-1] * 1e3 if samples else None, errors=errors[:5])
 
 
-mode, args = sys.argv[1], [a for a in sys.argv[2:] if not a.startswith("--")]
+argv = sys.argv[2:]
+if "--ssl" in argv:
+    i = argv.index("--ssl")
+    TRANSPORT.update({"security.protocol": "ssl", "ssl.ca.location": argv[i + 1],
+                      "ssl.endpoint.identification.algorithm": "none"})
+    del argv[i:i + 2]
+mode, args = sys.argv[1], [a for a in argv if not a.startswith("--")]
 if mode == "produce":
     produce(*args)
 elif mode == "consume":

@@ -9,7 +9,7 @@
 //! stayed that much bigger, idle, for as long as it ran.
 
 use bytes::Bytes;
-use memmap2::MmapMut;
+use memmap2::{MmapMut, MmapOptions};
 
 use crate::budget::Charge;
 
@@ -52,15 +52,17 @@ impl AsMut<[u8]> for Storage {
 impl Block {
     /// An empty block of `len` bytes, paid for by `charge`.
     pub(super) fn new(len: usize, charge: Charge) -> std::io::Result<Block> {
-        let storage = if len >= MAP_AT {
+        let storage = if len >= HUGE_AT {
             let map = MmapMut::map_anon(len)?;
-            if len >= HUGE_AT {
-                // Faulted in 2 MiB at a time rather than 4 KiB: a frame of
-                // megabytes costs a few page faults, not hundreds. Advice
-                // only: when the kernel declines, nothing else changes.
-                let _ = map.advise(memmap2::Advice::HugePage);
-            }
+            // Faulted in 2 MiB at a time rather than 4 KiB: a frame of
+            // megabytes costs a few page faults, not hundreds. Advice
+            // only: when the kernel declines, nothing else changes.
+            let _ = map.advise(memmap2::Advice::HugePage);
             Storage::Mapped(map)
+        } else if len >= MAP_AT {
+            // Every page is written at once: mapped in one call rather than
+            // faulted in a page at a time as the frame arrives.
+            Storage::Mapped(MmapOptions::new().len(len).populate().map_anon()?)
         } else {
             Storage::Heap(vec![0u8; len].into_boxed_slice())
         };

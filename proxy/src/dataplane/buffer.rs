@@ -16,7 +16,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::block::{Block, charged};
 use super::connection::{ConnError, FrameClock};
@@ -25,7 +28,7 @@ use crate::budget::{Budget, Charge};
 /// How much a busy direction reads at a time, and so holds.
 pub(super) const CHUNK: usize = 64 * 1024;
 /// What an idle direction reads into while it waits for data.
-const PROBE: usize = 512;
+const PROBE: usize = 64;
 
 /// One direction's read buffer and what it has passed on but not written.
 pub(super) struct FrameBuf {
@@ -137,7 +140,9 @@ impl FrameBuf {
     }
 
     /// Reads more of a frame that has started, into the free part of the
-    /// chunk, within the frame's clock. What was passed on is written first.
+    /// chunk, within the frame's clock. Bytes the reader has ready now join
+    /// what was passed on, to be written with it; what was passed on is
+    /// written before any wait.
     pub(super) async fn read_more<R, W>(
         &mut self,
         rd: &mut R,
@@ -148,6 +153,9 @@ impl FrameBuf {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
+        if let Some(n) = self.read_ready(rd).await? {
+            return Ok(n);
+        }
         self.flush(wr).await?;
         if self.chunk.is_none() {
             let n = clock.read(self.read_idle(rd)).await?;
@@ -167,6 +175,39 @@ impl FrameBuf {
         let n = clock.read(rd.read(&mut chunk[self.end..])).await?;
         self.end += n;
         Ok(n)
+    }
+
+    /// Reads what `rd` has ready now (no wait) into the chunk's free room,
+    /// when bytes passed on wait there to be written: they then go out
+    /// together, in fewer and larger writes (a TLS stream yields one record
+    /// of 16 KiB at a time, a socket what has arrived). `None` when nothing
+    /// is ready, or nothing waits, or there is no room.
+    async fn read_ready<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+    ) -> std::io::Result<Option<usize>> {
+        let Some((chunk, _)) = &mut self.chunk else {
+            return Ok(None);
+        };
+        if self.pending == 0 || self.end == chunk.len() {
+            return Ok(None);
+        }
+        let room = &mut chunk[self.end..];
+        let ready = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut *room);
+            Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
+                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
+                Poll::Pending => None,
+            })
+        })
+        .await
+        .transpose()?;
+        // At the end of the stream, what was passed on is written first.
+        let ready = ready.filter(|&n| n > 0);
+        if let Some(n) = ready {
+            self.end += n;
+        }
+        Ok(ready)
     }
 
     /// Passes a frame of `total` bytes, whose start is unread, on to `wr`:

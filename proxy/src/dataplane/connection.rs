@@ -19,11 +19,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
+use super::inflight;
+use super::patience::WriteStalled;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
 use super::upstream::{self, BoxIo, UpstreamError};
@@ -111,11 +113,13 @@ impl FrameClock {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ConnError {
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("{0}")]
     Frame(#[from] FrameError),
     #[error("a started frame did not arrive whole within {0:?}")]
     FrameTimeout(Duration),
+    #[error("{0}")]
+    WriteTimeout(WriteStalled),
     #[error("{0}")]
     Rewrite(#[from] RewriteError),
     #[error("{0}")]
@@ -142,6 +146,7 @@ impl ConnError {
             ConnError::Frame(FrameError::TooLarge { .. }) => "too_large",
             ConnError::Frame(_) => "malformed",
             ConnError::FrameTimeout(_) => "frame_timeout",
+            ConnError::WriteTimeout(_) => "write_timeout",
             ConnError::Rewrite(_) => "rewrite",
             ConnError::Upstream(_) => "upstream",
             ConnError::Tls(_) => "tls",
@@ -149,6 +154,15 @@ impl ConnError {
                 "upstream_protocol"
             }
             ConnError::Forced => "drain_deadline",
+        }
+    }
+}
+
+impl From<std::io::Error> for ConnError {
+    fn from(e: std::io::Error) -> Self {
+        match e.downcast::<WriteStalled>() {
+            Ok(stalled) => ConnError::WriteTimeout(stalled),
+            Err(e) => ConnError::Io(e),
         }
     }
 }
@@ -191,7 +205,7 @@ pub(crate) async fn serve(
                     ConnError::Io(_) | ConnError::ClosedMidFrame => {
                         tracing::debug!(error = %e, "connection ended")
                     }
-                    ConnError::Upstream(_) | ConnError::Tls(_) => {
+                    ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
                         tracing::info!(error = %e, "connection closed")
                     }
                     _ => tracing::warn!(error = %e, "connection closed on protocol error"),
@@ -205,9 +219,11 @@ pub(crate) async fn serve(
 
 async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
     let _ = tcp.set_nodelay(true);
+    // The handshake and the upstream connect are boxed: their state lives
+    // only while they run, not in the connection's task for its whole life.
     let client: BoxIo = match cluster.acceptor() {
         Some(acceptor) => {
-            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, Box::pin(acceptor.accept(tcp)))
                 .await
                 .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
                 .map_err(ConnError::Tls)?;
@@ -215,21 +231,25 @@ async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(),
         }
         None => Box::new(tcp),
     };
-    let upstream = match role {
+    let upstream = Box::pin(connect_upstream(cluster, role)).await?;
+    pipe(client, upstream, cluster).await
+}
+
+async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<BoxIo, ConnError> {
+    Ok(match role {
         Role::Bootstrap => upstream::connect_bootstrap(cluster).await?.0,
         Role::Broker(id) => {
             let addr = upstream::node_address(cluster, id).await?;
             upstream::connect(cluster, &addr.host, addr.port).await?
         }
-    };
-    pipe(client, upstream, cluster).await
+    })
 }
 
 async fn pipe(client: BoxIo, upstream: BoxIo, cluster: &ClusterRuntime) -> Result<(), ConnError> {
     let (client_rd, client_wr) = tokio::io::split(client);
     let (upstream_rd, upstream_wr) = tokio::io::split(upstream);
-    // Unbounded as a channel, bounded by the permits its slots carry.
-    let (tx, rx) = mpsc::unbounded_channel();
+    // Bounded by the permits its slots carry.
+    let (tx, rx) = inflight::queue();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
     let responses = forward_responses(upstream_rd, client_wr, rx, cluster);

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::block::charged;
 use super::buffer::{CHUNK, FrameBuf};
 use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, MAX_IN_FLIGHT, Slot, jitter};
+use super::inflight::Sender;
 use crate::filter::{RequestHead, Verdict};
 use crate::kafka::api_name;
 use crate::kafka::deny::deny_response;
@@ -33,7 +34,7 @@ const ANSWER_BYTES_PER_SLOT: usize = 256;
 pub(super) async fn forward_requests<R, W>(
     mut rd: R,
     mut wr: W,
-    tx: mpsc::UnboundedSender<Slot>,
+    tx: Sender<Slot>,
     permits: Arc<Semaphore>,
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
@@ -64,7 +65,7 @@ where
             if n == 0 {
                 return Ok(());
             }
-            buf.adopt(n).await;
+            Box::pin(buf.adopt(n)).await;
         }
         let mut clock = FrameClock::new(limits.frame_timeout);
         // The head: nothing of the frame has gone upstream, so a drain may
@@ -78,7 +79,7 @@ where
             buf.flush(&mut wr).await?;
             let n = tokio::select! {
                 () = &mut stop => return Ok(()),
-                n = buf.read_more(&mut rd, &mut wr, &mut clock) => n?,
+                n = Box::pin(buf.read_more(&mut rd, &mut wr, &mut clock)) => n?,
             };
             if n == 0 {
                 return Ok(());
@@ -91,33 +92,20 @@ where
             total,
             permits: &permits,
             tx: &tx,
+            cluster,
+        };
+        // Boxed, here and below: what a frame on its way needs is held only
+        // while it is, so that an idle connection's task stays small.
+        let way = Way {
+            buf: &mut buf,
+            rd: &mut rd,
+            wr: &mut wr,
+            clock: &mut clock,
+            stop: &mut stop,
         };
         let stopped = match decide(cluster, &header) {
-            Verdict::Forward => {
-                forward(request, &mut buf, &mut rd, &mut wr, &mut clock, &mut stop).await?
-            }
-            Verdict::Deny { error_code } => {
-                let Some(mut permit) = request.slots(1, &mut buf, &mut wr, &mut stop).await? else {
-                    return Ok(());
-                };
-                let frame = buf.hold(total, &mut rd, &mut wr, &mut clock).await?;
-                let answer = deny_response(&frame, &header, error_code)?;
-                drop(frame);
-                cluster.metrics.denied(api_name(header.api_key));
-                // A large answer waits in as many slots as its size asks.
-                let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
-                if more > 0 {
-                    let Some(more) = request.slots(more, &mut buf, &mut wr, &mut stop).await?
-                    else {
-                        return Ok(());
-                    };
-                    permit.merge(more);
-                }
-                let charge = cluster.budget().force(answer.len());
-                let answer = charged(answer, charge);
-                request.send(Answer::Local(answer), permit)?;
-                false
-            }
+            Verdict::Forward => Box::pin(way.forward(request)).await?,
+            Verdict::Deny { error_code } => Box::pin(way.deny(request, error_code)).await?,
         };
         if stopped {
             return Ok(());
@@ -130,7 +118,8 @@ struct Request<'a> {
     header: RequestHeader,
     total: usize,
     permits: &'a Arc<Semaphore>,
-    tx: &'a mpsc::UnboundedSender<Slot>,
+    tx: &'a Sender<Slot>,
+    cluster: &'a ClusterRuntime,
 }
 
 impl Request<'_> {
@@ -159,14 +148,11 @@ impl Request<'_> {
     }
 
     /// Queues the request's answer in its slot.
-    fn send(&self, answer: Answer, permit: OwnedSemaphorePermit) -> Result<(), ConnError> {
-        // The response side only goes away when the connection is ending.
-        self.tx
-            .send(Slot {
-                answer,
-                _permit: permit,
-            })
-            .map_err(|_| broken_pipe())
+    fn send(&self, answer: Answer, permit: OwnedSemaphorePermit) {
+        self.tx.send(Slot {
+            answer,
+            _permit: permit,
+        });
     }
 }
 
@@ -174,56 +160,89 @@ fn broken_pipe() -> ConnError {
     ConnError::Io(std::io::ErrorKind::BrokenPipe.into())
 }
 
-/// Sends a request on upstream, streamed, after queuing its slot when it
-/// expects an answer. True when the generation drained before any of it
-/// went.
-async fn forward<R, W>(
-    request: Request<'_>,
-    buf: &mut FrameBuf,
-    rd: &mut R,
-    wr: &mut W,
-    clock: &mut FrameClock,
-    stop: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, ConnError>
+/// What a frame on its way works with: the direction's buffer, both ends,
+/// the frame's clock and the drain's stop.
+struct Way<'a, R, W, S> {
+    buf: &'a mut FrameBuf,
+    rd: &'a mut R,
+    wr: &'a mut W,
+    clock: &'a mut FrameClock,
+    stop: &'a mut S,
+}
+
+impl<R, W, S> Way<'_, R, W, S>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
+    S: Future<Output = ()> + Unpin,
 {
-    let total = request.total;
-    // Produce with acks=0 gets no answer; its acks sit after the client and
-    // transactional ids, nearly always in the first chunk.
-    let expects = loop {
-        let unread = buf.unread();
-        match expects_response_from(unread, total, &request.header) {
-            Some(expects) => break Some(expects),
-            None if unread.len() < total.min(CHUNK) => {
-                if buf.read_more(rd, wr, clock).await? == 0 {
-                    return Err(ConnError::ClosedMidFrame);
+    /// Sends a request on upstream, streamed, after queuing its slot when it
+    /// expects an answer. True when the generation drained before any of it
+    /// went.
+    async fn forward(self, request: Request<'_>) -> Result<bool, ConnError> {
+        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+        let total = request.total;
+        // Produce with acks=0 gets no answer; its acks sit after the client and
+        // transactional ids, nearly always in the first chunk.
+        let expects = loop {
+            let unread = buf.unread();
+            match expects_response_from(unread, total, &request.header) {
+                Some(expects) => break Some(expects),
+                None if unread.len() < total.min(CHUNK) => {
+                    if buf.read_more(rd, wr, clock).await? == 0 {
+                        return Err(ConnError::ClosedMidFrame);
+                    }
                 }
+                None => break None,
             }
-            None => break None,
-        }
-    };
-    let Some(expects) = expects else {
-        // Ids too long to tell within a chunk: held whole to be read.
-        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
-            return Ok(true);
         };
-        let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
-        if expects_response(&frame, &request.header) {
-            request.send(Answer::Upstream(request.header), permit)?;
-        }
-        buf.write(wr, &frame).await?;
-        return Ok(false);
-    };
-    if expects {
-        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
-            return Ok(true);
+        let Some(expects) = expects else {
+            // Ids too long to tell within a chunk: held whole to be read.
+            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
+            if expects_response(&frame, &request.header) {
+                request.send(Answer::Upstream(request.header), permit);
+            }
+            buf.write(wr, &frame).await?;
+            return Ok(false);
         };
-        request.send(Answer::Upstream(request.header), permit)?;
+        if expects {
+            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            request.send(Answer::Upstream(request.header), permit);
+        }
+        buf.stream(total, rd, wr, clock).await?;
+        Ok(false)
     }
-    buf.stream(total, rd, wr, clock).await?;
-    Ok(false)
+
+    /// Answers a request a filter denies: held whole (to decode it), answered
+    /// in its turn, freed. True when the generation drained before it had a
+    /// slot.
+    async fn deny(self, request: Request<'_>, error_code: i16) -> Result<bool, ConnError> {
+        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+        let (header, cluster) = (request.header, request.cluster);
+        let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {
+            return Ok(true);
+        };
+        let frame = buf.hold(request.total, rd, wr, clock).await?;
+        let answer = deny_response(&frame, &header, error_code)?;
+        drop(frame);
+        cluster.metrics.denied(api_name(header.api_key));
+        // A large answer waits in as many slots as its size asks.
+        let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
+        if more > 0 {
+            let Some(more) = request.slots(more, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            permit.merge(more);
+        }
+        let charge = cluster.budget().force(answer.len());
+        request.send(Answer::Local(charged(answer, charge)), permit);
+        Ok(false)
+    }
 }
 
 fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {

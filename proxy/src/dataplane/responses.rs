@@ -2,18 +2,20 @@
 //! A response whose request the proxy rewrites the answer of (broker
 //! addresses, ApiVersions) is held whole, rewritten, written and freed;
 //! every other one streams through the connection's chunk as it arrives.
-//! The proxy's own answers are written in their turn.
+//! The proxy's own answers are written in their turn. Each frame has
+//! `limits.frameTimeout` of waiting for the client to take it (`patience`).
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
 use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, Slot};
+use super::inflight::Receiver;
+use super::patience::Patient;
 use crate::kafka::api_name;
 use crate::kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
@@ -28,21 +30,25 @@ const API_VERSIONS: i16 = 18;
 /// and every slot is answered.
 pub(super) async fn forward_responses<R, W>(
     mut rd: R,
-    mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Slot>,
+    wr: W,
+    mut rx: Receiver<Slot>,
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let max = cluster.config.limits.max_frame_bytes;
+    let limits = cluster.config.limits;
+    let (max, mut wr) = (
+        limits.max_frame_bytes,
+        Patient::new(wr, limits.frame_timeout),
+    );
     let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_client.clone());
     // Bounded by the slots' permits.
     let mut queue: VecDeque<Slot> = VecDeque::new();
     let mut open = true;
     loop {
-        while let Ok(slot) = rx.try_recv() {
+        while let Some(slot) = rx.try_recv() {
             queue.push_back(slot);
         }
         let Some(front) = queue.front() else {
@@ -66,16 +72,19 @@ where
                     if n == 0 {
                         return Ok(());
                     }
-                    buf.adopt(n).await;
+                    Box::pin(buf.adopt(n)).await;
                 }
             }
             continue;
         };
         match &front.answer {
-            Answer::Local(answer) => buf.write(&mut wr, answer).await?,
+            // Boxed: what a frame on its way needs is held only while it
+            // is, so that an idle connection's task stays small.
+            Answer::Local(answer) => Box::pin(buf.write(&mut wr, answer)).await?,
             Answer::Upstream(header) => {
                 let header = *header;
-                let relayed = relay(&header, max, &mut buf, &mut rd, &mut wr, cluster).await;
+                let relayed =
+                    Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
                 match relayed {
                     Err(ConnError::ClosedMidFrame) => {
                         let waiting = queue
@@ -90,6 +99,7 @@ where
         }
         // Passed on: the slot's permit lets the client send another request.
         queue.pop_front();
+        wr.next_frame();
     }
 }
 

@@ -5,7 +5,9 @@
 //!   waiting for data) and never reads the answers, trying to send 300 MB,
 //!   while a second client produces and consumes on the same cluster;
 //! - ten consumers catch up on 50 MB each with `fetch.max.bytes` of 50 MiB,
-//!   then stay connected and idle.
+//!   then stay connected and idle;
+//! - a client pipelines requests whose answers the proxy holds (Metadata, to
+//!   rewrite) and never reads them, while a second client keeps working.
 //!
 //! Each prints its figures (`memory:` lines) for docs/reliability.md. They
 //! run against whatever binary `bin("sluice-proxy")` finds, so the same test
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, DeleteTopicsRequest, FetchRequest, RequestHeader, TopicName,
+    ApiKey, DeleteTopicsRequest, FetchRequest, MetadataRequest, RequestHeader, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use sluice_testkit::ports::ports;
@@ -294,5 +296,80 @@ fn consumers_that_caught_up_and_idle_leave_the_proxy_as_small_as_before() {
         before / MIB
     );
     drop(readers);
+    proxy.assert_clean_logs();
+}
+
+/// What the proxy holds for frames now (`sluice_buffered_bytes`).
+fn buffered(proxy: &Proxy) -> f64 {
+    proxy.metric("sluice_buffered_bytes")
+}
+
+#[test]
+fn a_client_that_never_reads_is_closed_and_its_memory_returned() {
+    let tansu = Tansu::start();
+    tansu.create_topic("steady", 1);
+    // Metadata answers of a few KiB: the socket buffers fill in seconds.
+    tansu.create_topic("wide", 256);
+    let base = ports(2);
+    let proxy = proxy_for(&tansu, base, "    limits: { frameTimeout: 2s }\n");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let baseline = buffered(&proxy);
+    let clients = Steady::start(&bootstrap, "steady", "steady-group", false);
+
+    // Metadata requests, each answered with a response the proxy holds
+    // whole to rewrite, sent until the proxy closes the connection; never a
+    // byte read. Once the socket buffers are full, the proxy's write waits,
+    // its in-flight slots fill and it stops reading the requests.
+    let mut attacker = TcpStream::connect(&bootstrap).unwrap();
+    attacker
+        .set_write_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut all_topics = MetadataRequest::default();
+    all_topics.topics = None;
+    let burst: Vec<u8> = (1..=1000)
+        .flat_map(|id| frame(ApiKey::Metadata, 1, id, &all_topics))
+        .collect();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(60);
+    let (mut at, mut stuck) = (0, false);
+    let closed = loop {
+        assert!(
+            Instant::now() < deadline,
+            "a client that reads nothing kept its connection for 60 s"
+        );
+        match attacker.write(&burst[at..]) {
+            Ok(n) => at = (at + n) % burst.len(),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                // The proxy stopped reading: what it holds for this client
+                // is charged while it waits.
+                stuck = stuck || buffered(&proxy) > baseline;
+            }
+            Err(e) => break e,
+        }
+    };
+    eprintln!(
+        "memory: the non-reading client's connection ended after {:?}: {closed}",
+        started.elapsed()
+    );
+    assert!(stuck, "the proxy never held bytes for the client");
+    proxy.wait_for_metric(
+        "sluice_connections_closed_on_error_total{cluster=\"mem\",reason=\"write_timeout\"}",
+        1.0,
+        Duration::from_secs(5),
+    );
+    let report = clients.finish();
+    assert_eq!(report["error_count"], 0, "{report}");
+    assert_eq!(report["lost"], 0, "{report}");
+    assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
+    // Every connection is gone: the budget is back where it started.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while buffered(&proxy) != baseline {
+        assert!(
+            Instant::now() < deadline,
+            "sluice_buffered_bytes is {}, was {baseline}",
+            buffered(&proxy)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     proxy.assert_clean_logs();
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::rig::{Path, Rig, cpu_seconds, load};
+use crate::rig::{Path, Rig, cpu_seconds, load, reset_peak_rss, vm_kib};
 use sluice_tools::record::{Row, Target};
 
 /// How much to measure.
@@ -27,45 +27,65 @@ const VERSUS: &str = "pass-through vs haproxy";
 
 /// Figures per (measure, path), one per repetition.
 #[derive(Default)]
-struct Results(HashMap<(&'static str, Path), Vec<f64>>);
+pub(crate) struct Results(HashMap<(&'static str, Path), Vec<f64>>);
 
 impl Results {
-    fn push(&mut self, what: &'static str, path: Path, v: f64) {
+    pub(crate) fn push(&mut self, what: &'static str, path: Path, v: f64) {
         self.0.entry((what, path)).or_default().push(v);
     }
-    fn record(&mut self, key: &'static str, path: Path, run: &Run) {
-        let [mbps, cpu, cores] = match key {
-            "produce1" => ["produce1", "produce1 cpu", "produce1 cores"],
-            "produceall" => ["produceall", "produceall cpu", "produceall cores"],
-            _ => ["consume", "consume cpu", "consume cores"],
+    pub(crate) fn record(&mut self, key: &'static str, path: Path, run: &Run) {
+        let [mbps, cpu, cores, peak] = match key {
+            "produce1" => [
+                "produce1",
+                "produce1 cpu",
+                "produce1 cores",
+                "produce1 peak",
+            ],
+            "produceall" => [
+                "produceall",
+                "produceall cpu",
+                "produceall cores",
+                "produceall peak",
+            ],
+            _ => ["consume", "consume cpu", "consume cores", "consume peak"],
         };
         self.push(mbps, path, run.mbps);
         self.push(cpu, path, run.cpu_per_gb);
         self.push(cores, path, run.cores);
+        self.push(peak, path, run.peak_rss_mib);
     }
-    fn get(&self, what: &'static str, path: Path) -> Vec<f64> {
+    pub(crate) fn get(&self, what: &'static str, path: Path) -> Vec<f64> {
         self.0.get(&(what, path)).cloned().unwrap_or_default()
     }
 }
 
 /// One throughput run.
-struct Run {
+pub(crate) struct Run {
     /// Payload megabytes per second.
     mbps: f64,
     /// CPU seconds of the process in the middle per GB of payload.
     cpu_per_gb: f64,
     /// CPUs kept busy by client, broker and middle together.
     cores: f64,
+    /// The most RSS of the process in the middle during the run (MiB).
+    peak_rss_mib: f64,
 }
 
-fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) -> Run {
+/// Runs the load client (`args`: its mode, then what follows the topic) on
+/// `path` and measures it.
+pub(crate) fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) -> Run {
     let pids: Vec<u32> = [Some(rig.broker(path).pid()), rig.middle(path)]
         .into_iter()
         .flatten()
         .collect();
+    if let Some(middle) = rig.middle(path) {
+        reset_peak_rss(middle);
+    }
     let before: Vec<f64> = pids.iter().map(|&p| cpu_seconds(p)).collect();
+    let flags = rig.client_flags(path);
     let mut full = vec![args[0], rig.bootstrap(path), topic];
     full.extend_from_slice(&args[1..]);
+    full.extend(flags.iter().map(String::as_str));
     let report = load(&full);
     let used: Vec<f64> = pids
         .iter()
@@ -78,10 +98,14 @@ fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) -> Run {
         mbps: number("mbps"),
         cpu_per_gb: middle / (number("bytes") / 1e9),
         cores: (number("cpu") + used.iter().sum::<f64>()) / number("seconds"),
+        peak_rss_mib: rig
+            .middle(path)
+            .map_or(f64::NAN, |p| vm_kib(p, "VmHWM") / 1024.0),
     }
 }
 
-fn produce(rig: &mut Rig, path: Path, mb: &str, acks: &str) -> Run {
+/// A produce run into a new topic, dropped after.
+pub(crate) fn produce(rig: &mut Rig, path: Path, mb: &str, acks: &str) -> Run {
     let topic = rig.topic(path);
     let out = throughput(rig, path, &["produce", mb, acks], &topic);
     rig.drop_topic(path, &topic);
@@ -273,6 +297,15 @@ fn emit(r: &Results, plan: Plan) {
         .baseline("direct", r.get(key, d))
         .emit();
     }
+    Row::new(
+        "memory",
+        "peak RSS during the consume benchmark: sluice-proxy",
+        "MiB",
+        r.get("consume peak", s),
+    )
+    .baseline("haproxy", r.get("consume peak", h))
+    .note("VmHWM of the process in the middle, reset before each consume run")
+    .emit();
     Row::new(
         VERSUS,
         format!("latency p99 at {moderate}: haproxy"),

@@ -1,17 +1,22 @@
 //! The data-plane and reload-under-load benchmark behind `scripts/bench`:
 //! rdkafka load (confluent-kafka in `tests/clients/bench_load.py`) direct to
 //! tansu, through sluice-proxy and through haproxy, interleaved; requests on
-//! an unchanged cluster during 100 reloads; and the broker choice.
+//! an unchanged cluster during 100 reloads; the broker choice; the same
+//! throughput with TLS from the clients (`tls`); and RSS per idle connection
+//! with 10,000 connections (`memory`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
-//! [--only dataplane,reload,broker]` (run it through `scripts/bench`, which
-//! builds the release binaries and installs haproxy). Figures go to stdout as
+//! [--connections N] [--only dataplane,tls,memory,reload,broker]` (run it
+//! through `scripts/bench`, which builds the release binaries, installs
+//! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr.
 
 mod broker;
 mod dataplane;
+mod memory;
 mod reload;
 mod rig;
+mod tls;
 
 use dataplane::Plan;
 use rig::Rig;
@@ -23,7 +28,10 @@ fn main() {
         rate: 500,
         latency_secs: 8,
     };
-    let mut only: Vec<String> = ["dataplane", "reload", "broker"].map(String::from).to_vec();
+    let mut connections = 10_000;
+    let mut only: Vec<String> = ["dataplane", "tls", "memory", "reload", "broker"]
+        .map(String::from)
+        .to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -39,6 +47,7 @@ fn main() {
             "--megabytes" => plan.megabytes = number(value()).max(1),
             "--rate" => plan.rate = number(value()).max(1),
             "--latency-secs" => plan.latency_secs = number(value()).max(1),
+            "--connections" => connections = number(value()).max(1) as usize,
             "--only" => only = value().split(',').map(str::to_owned).collect(),
             _ => usage(&format!("unknown argument {flag}")),
         }
@@ -50,6 +59,12 @@ fn main() {
     if only.iter().any(|s| s == "dataplane") {
         dataplane::run(&mut rig, plan);
     }
+    if only.iter().any(|s| s == "tls") {
+        tls::run(&mut rig, plan);
+    }
+    if only.iter().any(|s| s == "memory") {
+        memory::run(&rig, plan.reps.min(3), connections);
+    }
     if only.iter().any(|s| s == "reload") {
         reload::run(&mut rig, plan.reps.min(3), plan.rate);
     }
@@ -58,7 +73,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--only dataplane,reload,broker]"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--only dataplane,tls,memory,reload,broker]"
     );
     std::process::exit(2)
 }

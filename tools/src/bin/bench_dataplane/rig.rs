@@ -1,9 +1,12 @@
-//! What the data-plane benchmark runs: two tansu brokers, haproxy in TCP
+//! What the data-plane benchmark runs: tansu brokers, haproxy in TCP
 //! mode, sluice-proxy, and the rdkafka load client, all on 127.0.0.1.
 //!
-//! One broker (A) is reached directly and through sluice-proxy; the other
-//! (B), configured the same, advertises haproxy's address so that every
-//! connection of a client bootstrapped through haproxy stays on haproxy.
+//! One broker (A) is reached directly and through sluice-proxy (plaintext,
+//! and TLS on a second cluster); another (B), configured the same,
+//! advertises haproxy's address so that every connection of a client
+//! bootstrapped through haproxy stays on haproxy; a third (C) does the same
+//! for haproxy's TLS frontend. Both proxies terminate TLS with the same
+//! certificate and speak plaintext to their broker.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -11,6 +14,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sluice_testkit::certs::{self, Pki};
 use sluice_testkit::ports::{port, ports};
 use sluice_testkit::process::Proc;
 use sluice_testkit::proxy::Proxy;
@@ -26,39 +30,76 @@ pub(crate) enum Path {
     Sluice,
     /// Through haproxy (TCP mode) to broker B.
     Haproxy,
+    /// TLS to sluice-proxy, plaintext on to broker A.
+    SluiceTls,
+    /// TLS to haproxy, plaintext on to broker C.
+    HaproxyTls,
+}
+
+impl Path {
+    /// Whether clients speak TLS on this path.
+    pub(crate) fn tls(self) -> bool {
+        matches!(self, Path::SluiceTls | Path::HaproxyTls)
+    }
 }
 
 /// The running peers.
 pub(crate) struct Rig {
     a: Tansu,
     b: Tansu,
-    haproxy: Proc,
+    c: Tansu,
+    haproxy: Haproxy,
     haproxy_addr: String,
+    haproxy_tls_addr: String,
     /// The proxy in front of broker A.
     pub(crate) proxy: Proxy,
     proxy_bootstrap: String,
+    proxy_tls_bootstrap: String,
+    /// The CA that signed both proxies' certificate (and the files).
+    pub(crate) pki: Pki,
+    _certs: tempfile::TempDir,
     topics: u32,
 }
 
 impl Rig {
     /// Starts everything and waits until each peer serves.
     pub(crate) fn start() -> Rig {
+        let certs = tempfile::tempdir().expect("certificate dir");
+        let pki = certs::make(certs.path(), "bench");
         let a = Tansu::start();
         let haproxy_addr = format!("127.0.0.1:{}", port());
+        let haproxy_tls_addr = format!("127.0.0.1:{}", port());
         let b = Tansu::start_advertising(Some(&haproxy_addr));
-        let haproxy = start_haproxy(&haproxy_addr, &b.addr);
-        let base = ports(2);
+        let c = Tansu::start_advertising(Some(&haproxy_tls_addr));
+        let haproxy = start_haproxy(&[
+            Frontend::plain(&haproxy_addr, &b.addr),
+            Frontend::tls(&haproxy_tls_addr, &c.addr, &pki),
+        ]);
+        let base = ports(4);
+        let tls = format!(
+            "      tls: {{ certFile: \"{}\", keyFile: \"{}\" }}\n",
+            pki.server_cert.display(),
+            pki.server_key.display()
+        );
         let proxy = Proxy::start(&config::with_drain(
             "1s",
-            &[config::tansu_cluster("bench", &a.addr, base, "")],
+            &[
+                config::tansu_cluster("bench", &a.addr, base, ""),
+                config::tansu_cluster("bench-tls", &a.addr, base + 2, &tls),
+            ],
         ));
         Rig {
             a,
             b,
+            c,
             haproxy,
             haproxy_addr,
+            haproxy_tls_addr,
             proxy,
             proxy_bootstrap: format!("127.0.0.1:{base}"),
+            proxy_tls_bootstrap: format!("127.0.0.1:{}", base + 2),
+            pki,
+            _certs: certs,
             topics: 0,
         }
     }
@@ -69,14 +110,26 @@ impl Rig {
             Path::Direct => &self.a.addr,
             Path::Sluice => &self.proxy_bootstrap,
             Path::Haproxy => &self.haproxy_addr,
+            Path::SluiceTls => &self.proxy_tls_bootstrap,
+            Path::HaproxyTls => &self.haproxy_tls_addr,
+        }
+    }
+
+    /// What a load client on `path` adds to its arguments.
+    pub(crate) fn client_flags(&self, path: Path) -> Vec<String> {
+        if path.tls() {
+            vec!["--ssl".into(), self.pki.ca.display().to_string()]
+        } else {
+            Vec::new()
         }
     }
 
     /// The broker behind `path`.
     pub(crate) fn broker(&self, path: Path) -> &Tansu {
         match path {
-            Path::Direct | Path::Sluice => &self.a,
+            Path::Direct | Path::Sluice | Path::SluiceTls => &self.a,
             Path::Haproxy => &self.b,
+            Path::HaproxyTls => &self.c,
         }
     }
 
@@ -84,8 +137,8 @@ impl Rig {
     pub(crate) fn middle(&self, path: Path) -> Option<u32> {
         match path {
             Path::Direct => None,
-            Path::Sluice => Some(self.proxy.pid()),
-            Path::Haproxy => Some(self.haproxy.pid()),
+            Path::Sluice | Path::SluiceTls => Some(self.proxy.pid()),
+            Path::Haproxy | Path::HaproxyTls => Some(self.haproxy.pid()),
         }
     }
 
@@ -108,31 +161,101 @@ impl Rig {
     }
 }
 
-fn start_haproxy(listen: &str, backend: &str) -> Proc {
-    let dir = std::env::temp_dir().join(format!("sluice-bench-haproxy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("haproxy dir");
-    let cfg = dir.join("haproxy.cfg");
+/// One haproxy frontend and the broker behind it.
+pub(crate) struct Frontend {
+    listen: String,
+    backend: String,
+    /// The certificate and key (one PEM file) when it terminates TLS.
+    pem: Option<std::path::PathBuf>,
+}
+
+impl Frontend {
+    /// A TCP pass-through.
+    pub(crate) fn plain(listen: &str, backend: &str) -> Frontend {
+        Frontend {
+            listen: listen.to_owned(),
+            backend: backend.to_owned(),
+            pem: None,
+        }
+    }
+
+    /// TLS from clients with the server certificate of `pki`, plaintext on.
+    pub(crate) fn tls(listen: &str, backend: &str, pki: &Pki) -> Frontend {
+        let pem = pki.server_cert.with_file_name("haproxy.pem");
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("read certificate");
+        std::fs::write(&pem, read(&pki.server_cert) + &read(&pki.server_key))
+            .expect("write haproxy.pem");
+        Frontend {
+            pem: Some(pem),
+            ..Frontend::plain(listen, backend)
+        }
+    }
+}
+
+/// A running haproxy and its configuration's directory.
+pub(crate) struct Haproxy {
+    proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Haproxy {
+    /// Its PID.
+    pub(crate) fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+}
+
+/// haproxy in front of brokers, one frontend each, ready to serve.
+pub(crate) fn start_haproxy(frontends: &[Frontend]) -> Haproxy {
+    let dir = tempfile::tempdir().expect("haproxy dir");
+    let cfg = dir.path().join("haproxy.cfg");
     // Debian's haproxy with its defaults for a TCP pass-through: one thread
-    // per CPU, 16 KiB buffers, no logging.
-    std::fs::write(
-        &cfg,
-        format!(
-            "global\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 120s\n  timeout server 120s\nfrontend bench\n  bind {listen}\n  default_backend broker\nbackend broker\n  server b {backend}\n"
-        ),
-    )
-    .expect("write haproxy.cfg");
+    // per CPU, 16 KiB buffers, no logging; room for as many connections as
+    // the open-file limit allows (two sockets each), for the memory benchmark.
+    let maxconn = open_file_limit().saturating_sub(200) / 2;
+    let mut text = format!(
+        "global\n  maxconn {maxconn}\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 120s\n  timeout server 120s\n"
+    );
+    for (i, f) in frontends.iter().enumerate() {
+        let ssl = f
+            .pem
+            .as_ref()
+            .map(|p| format!(" ssl crt {}", p.display()))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "frontend f{i}\n  bind {}{ssl}\n  default_backend b{i}\nbackend b{i}\n  server s{i} {}\n",
+            f.listen, f.backend
+        ));
+    }
+    std::fs::write(&cfg, text).expect("write haproxy.cfg");
     let mut cmd = Command::new("haproxy");
     cmd.arg("-db").arg("-f").arg(&cfg);
     let proc = Proc::spawn("haproxy", cmd);
+    for f in frontends {
+        wait_listening(&f.listen, "haproxy");
+    }
+    Haproxy { proc, _dir: dir }
+}
+
+/// This process's soft limit on open files, which the servers it starts
+/// inherit (`scripts/bench` raises it as far as it may).
+pub(crate) fn open_file_limit() -> usize {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024)
+}
+
+/// Waits until something accepts connections on `addr`.
+pub(crate) fn wait_listening(addr: &str, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(listen).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "haproxy did not listen on {listen}"
-        );
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {addr}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    proc
 }
 
 /// CPU seconds a process's threads have run (the scheduler's nanosecond
@@ -150,6 +273,22 @@ pub(crate) fn cpu_seconds(pid: u32) -> f64 {
         .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
     nanos as f64 / 1e9
+}
+
+/// A `Vm…` figure of `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
+pub(crate) fn vm_kib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Starts a new peak of RSS for `pid`: `VmHWM` then tells the most RSS
+/// since this call (a write of 5 to `clear_refs`, which resets it).
+pub(crate) fn reset_peak_rss(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
 }
 
 /// Runs `bench_load.py` to its end and returns its report.

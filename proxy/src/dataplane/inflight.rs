@@ -1,0 +1,129 @@
+//! The queue of in-flight slots between a connection's two directions: the
+//! request side pushes a slot for each request that gets an answer, the
+//! response side takes them in order. How many there may be is bounded by
+//! the slots' permits, not here.
+//!
+//! A tokio channel allocates a block of 32 slots when it is made, kept for
+//! the life of the connection; this queue holds memory only while slots are
+//! in it, so an idle connection keeps none.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+/// A new queue: its two ends.
+pub(super) fn queue<T>() -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            items: VecDeque::new(),
+            closed: false,
+        }),
+        added: Notify::new(),
+    });
+    (Sender(Arc::clone(&shared)), Receiver(shared))
+}
+
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    /// Woken at each push, and when the sender goes.
+    added: Notify,
+}
+
+struct State<T> {
+    items: VecDeque<T>,
+    /// The sender is gone: nothing more will come.
+    closed: bool,
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // A panic while holding the lock leaves a queue that is still whole.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The request side's end.
+pub(super) struct Sender<T>(Arc<Shared<T>>);
+
+impl<T> Sender<T> {
+    /// Queues an item behind the others.
+    pub(super) fn send(&self, item: T) {
+        self.0.lock().items.push_back(item);
+        self.0.added.notify_one();
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.added.notify_one();
+    }
+}
+
+/// The response side's end.
+pub(super) struct Receiver<T>(Arc<Shared<T>>);
+
+impl<T> Receiver<T> {
+    /// The next item, if one is queued now.
+    pub(super) fn try_recv(&mut self) -> Option<T> {
+        let mut state = self.0.lock();
+        let item = state.items.pop_front();
+        if state.items.is_empty() {
+            // Empty: its memory goes (nothing is allocated when it never grew).
+            state.items = VecDeque::new();
+        }
+        item
+    }
+
+    /// The next item, waiting for one; `None` once the sender is gone and
+    /// everything it sent was taken. Dropping the wait loses nothing.
+    pub(super) async fn recv(&mut self) -> Option<T> {
+        loop {
+            if let Some(item) = self.try_recv() {
+                return Some(item);
+            }
+            if self.0.lock().closed {
+                return None;
+            }
+            // A push between the look and this wait left a permit: no
+            // wake-up is missed.
+            self.0.added.notified().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn items_come_in_order_then_none_once_the_sender_is_gone() {
+        let (tx, mut rx) = queue();
+        assert_eq!(rx.try_recv(), None::<u32>);
+        let waiting = tokio::spawn(async move {
+            let mut got = Vec::new();
+            while let Some(i) = rx.recv().await {
+                got.push(i);
+            }
+            got
+        });
+        for i in 0..100 {
+            tx.send(i);
+            tokio::task::yield_now().await;
+        }
+        drop(tx);
+        assert_eq!(waiting.await.unwrap(), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_emptied_queue_holds_no_memory() {
+        let (tx, mut rx) = queue();
+        for i in 0..100 {
+            tx.send(i);
+        }
+        assert!(rx.0.lock().items.capacity() >= 100);
+        while rx.try_recv().is_some() {}
+        assert_eq!(rx.0.lock().items.capacity(), 0);
+    }
+}
