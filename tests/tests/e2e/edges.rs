@@ -11,6 +11,7 @@ use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 
 mod isolation;
+mod liveness;
 mod persist;
 mod reads;
 mod shutdown;

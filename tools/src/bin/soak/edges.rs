@@ -162,7 +162,13 @@ pub(crate) fn sigterm(proxy: &mut Proxy, port: u16) -> Sigterm {
     // A drain long enough that the reload below always finds the proxy
     // draining, however loaded the machine: the held connection ends it.
     let long_drain = in_force.replacen("drainTimeout: ", "drainTimeout: 60s\n# was: ", 1);
-    let _ = request(&admin, "POST", endpoints::RELOAD, &[], long_drain.as_bytes());
+    let _ = request(
+        &admin,
+        "POST",
+        endpoints::RELOAD,
+        &[],
+        long_drain.as_bytes(),
+    );
     proxy.process().signal("TERM");
     wait_for_status(&admin, endpoints::READY, 503, Duration::from_secs(10));
     let changed = format!("{in_force}\n# posted during the drain\n");
