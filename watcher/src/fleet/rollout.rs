@@ -110,8 +110,10 @@ impl Rollout {
                                 delay_ms = delay.as_millis() as u64,
                                 "gate open; waiting the stagger"
                             );
+                            // Waiting is progress: liveness must not
+                            // restart a watcher that waits its stagger.
                             tokio::select! {
-                                () = tokio::time::sleep(delay) => {}
+                                () = heartbeat.beating_while(tokio::time::sleep(delay)) => {}
                                 _ = rx.changed() => return GateResult::Superseded(rx.borrow_and_update().clone()),
                             }
                         }
