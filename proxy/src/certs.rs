@@ -81,13 +81,9 @@ fn earliest<'a>(certs: impl IntoIterator<Item = &'a CertificateDer<'static>>) ->
 /// `Some(text)` when a certificate expiring at `not_after` deserves a
 /// warning at `now`: within [`WARN_BEFORE`], or past.
 pub(crate) fn warning(not_after: i64, now: SystemTime) -> Option<String> {
-    let now = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let left = not_after.saturating_sub(now);
+    let left = not_after.saturating_sub(unix_secs(now));
     let warn = i64::try_from(WARN_BEFORE.as_secs()).unwrap_or(i64::MAX);
-    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(not_after).unwrap_or(0));
-    let at = humantime::format_rfc3339_seconds(at);
+    let at = rfc3339(not_after);
     if left <= 0 {
         Some(format!("certificate expired at {at}"))
     } else if left < warn {
@@ -110,21 +106,31 @@ pub(crate) fn expired_new(
     now: SystemTime,
 ) -> Option<String> {
     let before = old.map(expiries).unwrap_or_default();
-    let now = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let now = unix_secs(now);
     expiries(new)
         .into_iter()
         .filter(|(role, _)| matches!(role, Role::Gateway | Role::UpstreamClient))
         .find(|(role, not_after)| *not_after <= now && !before.contains(&(*role, *not_after)))
         .map(|(role, not_after)| {
-            let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(not_after).unwrap_or(0));
             format!(
                 "the new {} certificate expired at {}",
                 role.as_str(),
-                humantime::format_rfc3339_seconds(at)
+                rfc3339(not_after)
             )
         })
+}
+
+/// `t` as Unix seconds.
+fn unix_secs(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Unix seconds as RFC 3339.
+fn rfc3339(unix: i64) -> humantime::Rfc3339Timestamp {
+    humantime::format_rfc3339_seconds(
+        UNIX_EPOCH + Duration::from_secs(u64::try_from(unix).unwrap_or(0)),
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -100,6 +100,17 @@ struct Inner {
     listeners: HashMap<SocketAddr, Listener>,
 }
 
+impl Inner {
+    /// The configured clusters whose current generation serves.
+    fn serving(&self) -> impl Iterator<Item = &crate::config::model::VirtualCluster> {
+        self.config.config.virtual_clusters.iter().filter(|c| {
+            self.clusters
+                .get(c.name.as_str())
+                .is_some_and(|g| g.runtime.is_some())
+        })
+    }
+}
+
 /// One generation's record.
 #[derive(Debug, Clone)]
 struct Generation {
@@ -209,14 +220,8 @@ impl Engine {
         for p in prepared {
             prepare::commit(&mut inner, p, &engine.tracker, &engine.events);
         }
-        for c in &config.config.virtual_clusters {
-            if inner
-                .clusters
-                .get(c.name.as_str())
-                .is_some_and(|g| g.runtime.is_some())
-            {
-                engine.expiry.set(c);
-            }
+        for c in inner.serving() {
+            engine.expiry.set(c);
         }
         drop(inner);
         engine.events.config_in_force(None, config.version.as_str());
@@ -266,14 +271,8 @@ impl Engine {
     /// server calls it periodically; each commit warns on its own).
     pub fn recheck_certificates(&self) {
         let inner = self.lock();
-        for c in &inner.config.config.virtual_clusters {
-            if inner
-                .clusters
-                .get(c.name.as_str())
-                .is_some_and(|g| g.runtime.is_some())
-            {
-                self.expiry.recheck(c);
-            }
+        for c in inner.serving() {
+            self.expiry.recheck(c);
         }
     }
 
