@@ -37,6 +37,16 @@ pub fn config(upstream: &str, marker: u32) -> String {
     )
 }
 
+/// Like [`config`], the cluster serving TLS with the pair in each pod's
+/// Secret-style volume `secret/` beside the configuration (the same bytes on
+/// every pod: the paths are relative).
+pub fn config_tls(upstream: &str, marker: u32) -> String {
+    config(upstream, marker).replace(
+        "firstNodeId: 111 }",
+        "firstNodeId: 111 }, tls: { certFile: secret/tls.crt, keyFile: secret/tls.key }",
+    )
+}
+
 /// The broker's address.
 pub fn broker() -> String {
     format!("{HUB}:{BROKER}")
@@ -55,6 +65,8 @@ pub struct Pod {
     pub proxy: Proc,
     /// Its watcher (`None` once killed).
     pub watcher: Option<Proc>,
+    /// Its Secret-style volume (`secret/` beside the configuration), if any.
+    pub secret: Option<Volume>,
     _dir: tempfile::TempDir,
 }
 
@@ -78,6 +90,21 @@ impl Fleet {
     /// Like [`Fleet::start`]; without `peers`, each watcher on its own (the
     /// gate off: the per-slot delay only).
     pub fn start_with(peers: bool, watcher_flags: &[&str]) -> Fleet {
+        Self::launch(peers, watcher_flags, &config(&broker(), 0), None)
+    }
+
+    /// Like [`Fleet::start`], each pod serving TLS ([`config_tls`]) with the
+    /// `tls.crt` and `tls.key` of `secret` in its own Secret-style volume.
+    pub fn start_tls(watcher_flags: &[&str], secret: &[(&str, &[u8])]) -> Fleet {
+        Self::launch(true, watcher_flags, &config_tls(&broker(), 0), Some(secret))
+    }
+
+    fn launch(
+        peers: bool,
+        watcher_flags: &[&str],
+        initial: &str,
+        secret: Option<&[(&str, &[u8])]>,
+    ) -> Fleet {
         let net = Net::new(NAMES.len());
         let hub = net.hub();
         let listen = format!("tcp://{}", broker());
@@ -114,7 +141,6 @@ impl Fleet {
             .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
             .collect::<Vec<_>>()
             .join(",");
-        let initial = config(&broker(), 0);
         let mut pods = Vec::new();
         for (i, name) in NAMES.iter().enumerate() {
             let ns = net.pod(i);
@@ -125,6 +151,11 @@ impl Fleet {
             let volume = Volume::create(&volume_dir, "proxy.yaml", initial.as_bytes());
             // The token sits beside the volume, referenced relative to it.
             std::fs::write(volume_dir.join("token"), TOKEN).expect("token");
+            let secret = secret.map(|files| {
+                let dir = volume_dir.join("secret");
+                std::fs::create_dir(&dir).expect("secret dir");
+                Volume::create_files(&dir, files)
+            });
             let mut cmd = net.command(&ns, bin("sluice-proxy"));
             cmd.arg("run").arg("--config").arg(volume.path());
             cmd.args(["--log-format", "json", "--instance", name]);
@@ -153,6 +184,7 @@ impl Fleet {
                 volume,
                 proxy,
                 watcher: Some(watcher),
+                secret,
                 _dir: dir,
             });
         }
@@ -196,12 +228,40 @@ impl Fleet {
         sluice_testkit::config::version(config)
     }
 
+    /// Publishes `files` on every pod's Secret-style volume, one right after
+    /// the other.
+    pub fn swap_secret_all(&mut self, files: &[(&str, &[u8])]) {
+        for pod in &mut self.pods {
+            pod.secret
+                .as_mut()
+                .expect("a fleet started with a secret")
+                .swap_files(files);
+        }
+    }
+
     /// Waits (at most `timeout`, polling every 100 ms) until `done`.
     pub fn wait(&self, what: &str, timeout: Duration, mut done: impl FnMut(&Fleet) -> bool) {
         let deadline = Instant::now() + timeout;
         while !done(self) {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Asserts that every pod but the canary got neither a validate nor a
+    /// reload since `before` (their statuses then), and runs what it ran.
+    pub fn assert_only_the_canary_was_asked(&self, before: &[ConfigStatus]) {
+        for (i, was) in before.iter().enumerate().skip(1) {
+            let s = self.status(i).expect("status");
+            assert_eq!(
+                s.last_validation_attempt, was.last_validation_attempt,
+                "pod {i} got no validate"
+            );
+            assert_eq!(
+                s.last_reload_attempt, was.last_reload_attempt,
+                "pod {i} got no reload"
+            );
+            assert_eq!(s.effective_version, was.effective_version, "pod {i}");
         }
     }
 

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::client::{Answer, CallError, ProxyClient};
 use crate::events::{Kind, PodEvents};
-use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
+use crate::fleet::rollout::{Files, FleetSettings, GateResult, Rollout};
 pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
 use crate::referenced::Referenced;
@@ -233,7 +233,10 @@ pub async fn run(
     let mut rejected: Option<String> = None;
     let mut in_sync: Option<String> = None;
     let mut first = true;
-    let mut rollout = settings.fleet.clone().map(Rollout::new);
+    let mut rollout = settings
+        .fleet
+        .clone()
+        .map(|f| Rollout::new(f, settings.stagger, settings.jitter));
     loop {
         heartbeat.beat();
         let (content, trigger) = match next.take() {
@@ -276,10 +279,12 @@ pub async fn run(
                         &client,
                         &metrics,
                         &heartbeat,
-                        settings.stagger,
-                        settings.jitter,
                         &mut rx,
                         content,
+                        Files {
+                            referenced: &mut referenced,
+                            in_sync: in_sync.as_deref(),
+                        },
                     )
                     .await
                 {
@@ -353,7 +358,7 @@ pub async fn run(
                 );
                 event(events, Kind::Warning, "ConfigRejected", message);
                 if let Some(rollout) = &mut rollout {
-                    rollout.failed_here(&metrics, &content.digest, "validation rejected it");
+                    rollout.failed_here(&metrics, &content, "validation rejected it");
                 }
             }
             Outcome::Failed(reason) => {
@@ -368,7 +373,7 @@ pub async fn run(
                     // (its upstream check, its prepare) halts the rollout; a
                     // proxy that was unreachable until the deadline does not.
                     rollout
-                        .failed_here_if_recorded(&client, &metrics, &content.digest, &reason)
+                        .failed_here_if_recorded(&client, &metrics, &content, &reason)
                         .await;
                 }
             }

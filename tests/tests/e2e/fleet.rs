@@ -13,6 +13,8 @@ use sluice_testkit::netns::{HUB, Net};
 use sluice_tests::fleet::{ADMIN, Fleet, NAMES, broker, config, window};
 use sluice_tests::python;
 
+mod renewal;
+
 /// Three pods whose watchers know each other: no stagger or jitter, the
 /// canary soak and the peer timeout as given.
 pub(crate) fn gated(canary_soak: &str, peer_timeout: &str) -> Fleet {
@@ -106,17 +108,7 @@ fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_cle
         canary.current_config_version,
         before[0].current_config_version
     );
-    for (i, was) in before.iter().enumerate().skip(1) {
-        let s = fleet.status(i).expect("status");
-        assert_eq!(
-            s.last_reload_attempt, was.last_reload_attempt,
-            "pod {i} got no reload"
-        );
-        assert_eq!(
-            s.last_validation_attempt, was.last_validation_attempt,
-            "pod {i} got no validate"
-        );
-    }
+    fleet.assert_only_the_canary_was_asked(&before);
     // `sluice-watcher fleet` shows it: exit status 1, the canary's failure.
     let peers = (0..NAMES.len())
         .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))

@@ -10,6 +10,11 @@
 //! silent for the peer timeout is left out: a pod that is down cannot be
 //! harmed by a configuration and must not stop the fleet. A peer that
 //! answers with the old version holds the gate; that is the point.
+//!
+//! A version is a [`Target`]: the configuration's bytes, and, when only the
+//! files it references changed (a renewed certificate in a Secret), the
+//! effective version too, so that a renewal rolls out canary first like
+//! any other change.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +26,36 @@ pub struct Settings {
     pub canary_soak: Duration,
     /// How long a peer may be silent before it is left out.
     pub peer_timeout: Duration,
+}
+
+/// What a rollout is of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The configuration's version (`sha256:` of its bytes).
+    pub config: String,
+    /// The effective version (the configuration and the contents of every
+    /// file it references), when the rollout is of referenced files that
+    /// changed under the configuration in force; `None` for a new
+    /// configuration, whose referenced files are known only once validated.
+    pub effective: Option<String>,
+}
+
+impl Target {
+    /// A new configuration.
+    pub fn config(version: &str) -> Target {
+        Target {
+            config: version.to_owned(),
+            effective: None,
+        }
+    }
+
+    /// The version a failure of it is recorded under, by the proxy that
+    /// failed it and by this watcher: the effective version for a change of
+    /// referenced files only (the proxy never pins that on the
+    /// configuration in force), else the configuration's.
+    pub fn id(&self) -> &str {
+        self.effective.as_deref().unwrap_or(&self.config)
+    }
 }
 
 /// What this watcher knows of one peer (its own pod included).
@@ -43,8 +78,10 @@ pub struct Peer {
 /// The part of a peer proxy's status the gate reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerStatus {
-    /// The version it runs.
+    /// The configuration version it runs.
     pub version: String,
+    /// Its effective version (empty from a proxy that does not report it).
+    pub effective: String,
     /// How long it had run that version when its status was read (on its
     /// own clock, so clocks need not agree across pods).
     pub running_for: Duration,
@@ -93,18 +130,27 @@ impl Peer {
         status.running_for + now.saturating_duration_since(at)
     }
 
-    fn runs(&self, version: &str) -> bool {
-        self.status.as_ref().is_some_and(|s| s.version == version)
+    /// Whether it runs `target`: the configuration, and the referenced
+    /// files' contents when the target names them (a proxy too old to report
+    /// its effective version is taken at its configuration's word).
+    fn runs(&self, target: &Target) -> bool {
+        self.status.as_ref().is_some_and(|s| {
+            s.version == target.config
+                && target
+                    .effective
+                    .as_ref()
+                    .is_none_or(|e| s.effective.is_empty() || s.effective == *e)
+        })
     }
 }
 
-/// Why a live peer halts `version`, if it does.
-fn halt_cause(peer: &Peer, version: &str, now: Instant, soak: Duration) -> Option<String> {
+/// Why a live peer halts `target`, if it does.
+fn halt_cause(peer: &Peer, target: &Target, now: Instant, soak: Duration) -> Option<String> {
     let status = peer.status.as_ref()?;
-    if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| v == version) {
+    if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| v == target.id()) {
         return Some(why.clone());
     }
-    if status.version == version && peer.running_for(now) < soak {
+    if peer.runs(target) && peer.running_for(now) < soak {
         if !status.ready {
             return Some("the proxy became unready while running the version".to_owned());
         }
@@ -118,11 +164,11 @@ fn halt_cause(peer: &Peer, version: &str, now: Instant, soak: Duration) -> Optio
     None
 }
 
-/// Decides what the pod in slot `me` does about `version` (see the module
+/// Decides what the pod in slot `me` does about `target` (see the module
 /// documentation). `peers` includes this pod's own entry.
 pub fn decide(
     me: u64,
-    version: &str,
+    target: &Target,
     peers: &[Peer],
     now: Instant,
     settings: &Settings,
@@ -132,14 +178,14 @@ pub fn decide(
         .filter(|p| p.slot == me || !p.silent(now, settings.peer_timeout))
         .collect();
     for peer in &live {
-        if let Some(cause) = halt_cause(peer, version, now, settings.canary_soak) {
+        if let Some(cause) = halt_cause(peer, target, now, settings.canary_soak) {
             return Decision::Halt {
                 instance: peer.instance.clone(),
                 cause,
             };
         }
     }
-    if live.iter().any(|p| p.slot == me && p.runs(version)) {
+    if live.iter().any(|p| p.slot == me && p.runs(target)) {
         return Decision::Done;
     }
     let mut lower: Vec<&&Peer> = live.iter().filter(|p| p.slot < me).collect();
@@ -148,7 +194,7 @@ pub fn decide(
         // This pod is the canary (or every lower slot is silent).
         return Decision::Apply;
     };
-    if let Some(behind) = lower.iter().find(|p| !p.runs(version)) {
+    if let Some(behind) = lower.iter().find(|p| !p.runs(target)) {
         return Decision::Wait(format!(
             "waiting for {} (slot {}) to run the version",
             behind.instance, behind.slot

@@ -253,6 +253,7 @@ impl Peers {
 fn gate_status(s: &ConfigStatus) -> PeerStatus {
     PeerStatus {
         version: s.current_config_version.clone(),
+        effective: s.effective_version.clone(),
         running_for: Duration::from_millis(s.running_for_ms),
         ready: s.ready,
         newly_failed: s

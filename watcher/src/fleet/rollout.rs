@@ -5,11 +5,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::gate::{self, Decision};
+use sluice_admin_api::ConfigStatus;
+
+use super::gate::{self, Decision, Target};
 use super::peers::{PeerSource, Peers};
 use crate::client::ProxyClient;
 use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
+use crate::referenced::Referenced;
 use crate::schedule;
 use crate::volume::Content;
 
@@ -51,15 +54,35 @@ pub enum GateResult {
 pub struct Rollout {
     settings: FleetSettings,
     peers: Peers,
-    /// The version whose rollout is halted, if one is.
+    /// Once the gate opens, the delay for slots above 0, plus up to `jitter`.
+    stagger: Duration,
+    jitter: Duration,
+    /// The version (a [`Target::id`]) whose rollout is halted, if one is.
     halted: Option<String>,
+    /// The target last waited for: a failure of its content is recorded
+    /// under its id.
+    target: Option<Target>,
     /// This pod's instance name, once its proxy said it.
     me: Option<String>,
+    /// Whether this watcher and its proxy were seen to read the referenced
+    /// files differently (said once).
+    disagree_said: bool,
+}
+
+/// What the watcher knows of the referenced files when it waits.
+#[derive(Debug)]
+pub struct Files<'a> {
+    /// The files, as the proxy names them, watched here.
+    pub referenced: &'a mut Referenced,
+    /// The effective version (as seen here) last brought in sync with the
+    /// proxy.
+    pub in_sync: Option<&'a str>,
 }
 
 impl Rollout {
-    /// A rollout over the peers `settings` names.
-    pub fn new(settings: FleetSettings) -> Rollout {
+    /// A rollout over the peers `settings` names; slots above 0 wait
+    /// `stagger` plus up to `jitter` once the gate opens.
+    pub fn new(settings: FleetSettings, stagger: Duration, jitter: Duration) -> Rollout {
         let peers = Peers::new(
             settings.source.clone(),
             settings.token.clone(),
@@ -68,42 +91,45 @@ impl Rollout {
         Rollout {
             settings,
             peers,
+            stagger,
+            jitter,
             halted: None,
+            target: None,
             me: None,
+            disagree_said: false,
         }
     }
 
     /// Waits until this pod may apply `content` (see [`gate::decide`]);
-    /// then, for a slot above 0, waits `stagger` plus up to `jitter` once.
-    #[allow(clippy::too_many_arguments)]
+    /// then, for a slot above 0, waits the stagger plus up to the jitter
+    /// once. When this pod's proxy runs `content`'s configuration already,
+    /// the rollout is of the referenced files as `files` reads them.
     pub async fn wait(
         &mut self,
         own: &ProxyClient,
         metrics: &Metrics,
         heartbeat: &Heartbeat,
-        stagger: Duration,
-        jitter: Duration,
         rx: &mut watch::Receiver<Content>,
         content: Content,
+        files: Files<'_>,
     ) -> GateResult {
-        if let Some(v) = &self.halted {
-            if *v == content.digest {
-                return GateResult::Halted {
-                    instance: String::new(),
-                    cause: "halted earlier".to_owned(),
-                };
-            }
-            metrics.fleet.cleared(&content.digest);
-            self.halted = None;
-        }
         let mut said = String::new();
         loop {
             heartbeat.beat();
-            let reason = match self.decide(own, metrics, &content.digest).await {
+            let reason = match self
+                .decide(
+                    own,
+                    metrics,
+                    &content,
+                    &mut *files.referenced,
+                    files.in_sync,
+                )
+                .await
+            {
                 Ok((Decision::Done | Decision::Apply, slot)) => {
                     if slot > 0 {
-                        let delay =
-                            stagger + jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
+                        let delay = self.stagger
+                            + self.jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
                         if !delay.is_zero() {
                             tracing::info!(
                                 slot,
@@ -121,15 +147,19 @@ impl Rollout {
                     return GateResult::Go(content);
                 }
                 Ok((Decision::Halt { instance, cause }, _)) => {
-                    metrics.fleet.halted(&content.digest, &instance, &cause);
-                    self.halted = Some(content.digest.clone());
+                    let id = self.target_id(&content);
+                    if !instance.is_empty() {
+                        metrics.fleet.halted(&id, &instance, &cause);
+                    }
+                    self.halted = Some(id);
                     return GateResult::Halted { instance, cause };
                 }
                 Ok((Decision::Wait(reason), _)) => reason,
                 Err(reason) => reason,
             };
             if reason != said {
-                tracing::info!(version = %content.digest, %reason, "waiting at the rollout gate");
+                let id = self.target_id(&content);
+                tracing::info!(version = %id, %reason, "waiting at the rollout gate");
                 said = reason;
             }
             tokio::select! {
@@ -143,31 +173,74 @@ impl Rollout {
         }
     }
 
-    /// Records that this pod's own proxy failed `version` (its reload or
-    /// validation): the rollout halts here too.
-    pub fn failed_here(&mut self, metrics: &Metrics, version: &str, cause: &str) {
-        let me = self.me.clone().unwrap_or_else(|| "this pod".to_owned());
-        metrics.fleet.halted(version, &me, cause);
-        self.halted = Some(version.to_owned());
+    /// The id `content` is known by: its last target's when that was of
+    /// this configuration, else the configuration's version.
+    fn target_id(&self, content: &Content) -> String {
+        self.target
+            .as_ref()
+            .filter(|t| t.config == content.digest)
+            .map_or_else(|| content.digest.clone(), |t| t.id().to_owned())
     }
 
-    /// Like [`Rollout::failed_here`], when this pod's proxy recorded `version`
-    /// as its last failed version.
+    /// Records that this pod's own proxy failed `content` (its reload or
+    /// validation): the rollout halts here too.
+    pub fn failed_here(&mut self, metrics: &Metrics, content: &Content, cause: &str) {
+        let me = self.me.clone().unwrap_or_else(|| "this pod".to_owned());
+        let id = self.target_id(content);
+        metrics.fleet.halted(&id, &me, cause);
+        self.halted = Some(id);
+    }
+
+    /// Like [`Rollout::failed_here`], when this pod's proxy recorded
+    /// `content` as its last failed version.
     pub async fn failed_here_if_recorded(
         &mut self,
         own: &ProxyClient,
         metrics: &Metrics,
-        version: &str,
+        content: &Content,
         cause: &str,
     ) {
+        let id = self.target_id(content);
         let recorded = own
             .status()
             .await
             .ok()
             .and_then(|s| s.last_failed_version)
-            .is_some_and(|f| f.version == version);
+            .is_some_and(|f| f.version == id);
         if recorded {
-            self.failed_here(metrics, version, cause);
+            self.failed_here(metrics, content, cause);
+        }
+    }
+
+    /// What `content` is, as a rollout: when this pod's proxy runs its
+    /// configuration, only referenced files can have changed, and the
+    /// effective version (the files as read here) is part of the target.
+    /// A watcher that reads the files differently from its proxy (they are
+    /// not mounted at the same paths) falls back to the configuration
+    /// alone, with a warning: gating on a version no proxy reports would
+    /// hold the fleet forever.
+    fn target(
+        &mut self,
+        own: &ConfigStatus,
+        content: &Content,
+        referenced: &mut Referenced,
+        in_sync: Option<&str>,
+    ) -> Target {
+        if own.current_config_version != content.digest {
+            return Target::config(&content.digest);
+        }
+        referenced.set(own.files.clone());
+        let seen = referenced.effective(content);
+        if own.effective_version != seen && in_sync == Some(seen.as_str()) {
+            if !self.disagree_said {
+                self.disagree_said = true;
+                tracing::warn!(files = ?own.files, "this watcher reads the referenced files differently from its proxy (mount them at the same paths in both containers): renewed files are applied without the rollout gate");
+            }
+            return Target::config(&content.digest);
+        }
+        Target {
+            config: content.digest.clone(),
+            effective: Some(seen),
         }
     }
 
@@ -175,15 +248,33 @@ impl Rollout {
         &mut self,
         own: &ProxyClient,
         metrics: &Metrics,
-        version: &str,
+        content: &Content,
+        referenced: &mut Referenced,
+        in_sync: Option<&str>,
     ) -> Result<(Decision, u64), String> {
-        let me = match own.status().await {
-            Ok(s) if !s.instance.is_empty() => s.instance,
+        let status = match own.status().await {
+            Ok(s) if !s.instance.is_empty() => s,
             Ok(_) => {
                 return Err("this pod's proxy reports no instance name (run --instance)".to_owned());
             }
             Err(e) => return Err(format!("this pod's proxy: {e}")),
         };
+        let target = self.target(&status, content, referenced, in_sync);
+        self.target = Some(target.clone());
+        if let Some(halted) = &self.halted {
+            if halted == target.id() {
+                return Ok((
+                    Decision::Halt {
+                        instance: String::new(),
+                        cause: "halted earlier".to_owned(),
+                    },
+                    0,
+                ));
+            }
+            metrics.fleet.cleared(target.id());
+            self.halted = None;
+        }
+        let me = status.instance;
         self.me = Some(me.clone());
         let timeout = self.settings.gate.peer_timeout;
         let view = self
@@ -202,7 +293,7 @@ impl Rollout {
             silent,
         );
         let slot = self.settings.slot_override.unwrap_or(view.slot);
-        let decision = gate::decide(slot, version, &view.peers, now, &self.settings.gate);
+        let decision = gate::decide(slot, &target, &view.peers, now, &self.settings.gate);
         Ok((decision, slot))
     }
 }

@@ -1,5 +1,5 @@
 //! `sluice-watcher fleet`: one line per pod (instance, slot, version in
-//! force, last attempt and its result, ready, what failed), read from every
+//! force and effective version, last attempt and its result, ready, what failed), read from every
 //! peer's status, and whether a rollout is halted; or the same as JSON.
 
 use std::path::PathBuf;
@@ -92,6 +92,9 @@ pub struct PodLine {
     pub slot: Option<u64>,
     /// The version its proxy runs.
     pub version: Option<String>,
+    /// Its effective version (the configuration and the referenced files'
+    /// contents as loaded): what differs between pods mid-renewal.
+    pub effective_version: Option<String>,
     /// The last reload attempt: result and version.
     pub last_attempt: Option<String>,
     /// Whether its proxy is ready.
@@ -128,6 +131,7 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                 instance: None,
                 slot: None,
                 version: None,
+                effective_version: None,
                 last_attempt: None,
                 ready: None,
                 failed: None,
@@ -136,6 +140,7 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                 slot: rank(&s.instance, &names).ok(),
                 instance: Some(s.instance.clone()),
                 version: Some(s.current_config_version.clone()),
+                effective_version: Some(s.effective_version.clone()).filter(|e| !e.is_empty()),
                 last_attempt: s.last_reload_attempt.as_ref().map(|a| {
                     let result = serde_json::to_value(a.status)
                         .ok()
@@ -171,19 +176,20 @@ impl std::fmt::Display for FleetView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<4} {:<36} {:<20} {:<30} {:<5} FAILED",
-            "SLOT", "INSTANCE", "VERSION", "LAST ATTEMPT", "READY"
+            "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} FAILED",
+            "SLOT", "INSTANCE", "VERSION", "EFFECTIVE", "LAST ATTEMPT", "READY"
         )?;
         for p in &self.pods {
             let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
             writeln!(
                 f,
-                "{:<4} {:<36} {:<20} {:<30} {:<5} {}",
+                "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} {}",
                 p.slot.map_or_else(|| "-".to_owned(), |s| s.to_string()),
                 p.instance
                     .clone()
                     .unwrap_or_else(|| format!("({} not answering)", p.url)),
                 p.version.as_deref().map_or("-", short),
+                p.effective_version.as_deref().map_or("-", short),
                 or(&p.last_attempt),
                 p.ready.map_or_else(|| "-".to_owned(), |r| r.to_string()),
                 or(&p.failed),

@@ -24,12 +24,17 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
         silent_since: None,
         status: Some(PeerStatus {
             version: version.to_owned(),
+            effective: String::new(),
             running_for: Duration::from_secs(ran),
             ready: true,
             newly_failed: Vec::new(),
             failed: None,
         }),
     }
+}
+
+fn t(version: &str) -> Target {
+    Target::config(version)
 }
 
 fn fleet(now: Instant, versions: &[(&str, u64)]) -> Vec<Peer> {
@@ -44,13 +49,13 @@ fn fleet(now: Instant, versions: &[(&str, u64)]) -> Vec<Peer> {
 fn the_canary_applies_first_and_the_others_wait_for_it() {
     let now = Instant::now();
     let peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
-    assert_eq!(decide(0, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(0, &t(V), &peers, now, &settings()), Decision::Apply);
     assert_eq!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Wait("waiting for pod-0 (slot 0) to run the version".into())
     );
     assert_eq!(
-        decide(2, V, &peers, now, &settings()),
+        decide(2, &t(V), &peers, now, &settings()),
         Decision::Wait("waiting for pod-0 (slot 0) to run the version".into())
     );
 }
@@ -61,18 +66,21 @@ fn slot_one_waits_out_the_soak_then_slot_two_waits_for_slot_one() {
     // The canary has run V for 10 s (read 1 s ago): 11 s of 30.
     let peers = fleet(now, &[(V, 10), (OLD, 100), (OLD, 100)]);
     assert_eq!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Wait("canary pod-0 has run the version for 11s of 30s".into())
     );
     let later = now + Duration::from_secs(19);
-    assert_eq!(decide(1, V, &peers, later, &settings()), Decision::Apply);
     assert_eq!(
-        decide(2, V, &peers, later, &settings()),
+        decide(1, &t(V), &peers, later, &settings()),
+        Decision::Apply
+    );
+    assert_eq!(
+        decide(2, &t(V), &peers, later, &settings()),
         Decision::Wait("waiting for pod-1 (slot 1) to run the version".into())
     );
     let peers = fleet(now, &[(V, 60), (V, 1), (OLD, 100)]);
-    assert_eq!(decide(2, V, &peers, now, &settings()), Decision::Apply);
-    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Done);
+    assert_eq!(decide(2, &t(V), &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Done);
 }
 
 #[test]
@@ -83,7 +91,7 @@ fn a_soak_of_zero_opens_the_gate_as_soon_as_lower_slots_run_the_version() {
         ..settings()
     };
     let peers = fleet(now, &[(V, 0), (OLD, 100)]);
-    assert_eq!(decide(1, V, &peers, now, &s), Decision::Apply);
+    assert_eq!(decide(1, &t(V), &peers, now, &s), Decision::Apply);
 }
 
 #[test]
@@ -97,11 +105,11 @@ fn any_peer_that_failed_the_version_halts_everyone_including_the_canary() {
         cause: "reload failed: upstream check failed".into(),
     };
     for me in 0..3 {
-        assert_eq!(decide(me, V, &peers, now, &settings()), halt);
+        assert_eq!(decide(me, &t(V), &peers, now, &settings()), halt);
     }
     // A newer version is not halted by the old failure.
     assert_eq!(
-        decide(0, "sha256:newer", &peers, now, &settings()),
+        decide(0, &t("sha256:newer"), &peers, now, &settings()),
         Decision::Apply
     );
 }
@@ -112,13 +120,13 @@ fn unready_or_a_newly_failed_cluster_within_the_soak_halts_and_after_it_does_not
     let mut peers = fleet(now, &[(V, 5), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().ready = false;
     assert!(matches!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Halt { ref instance, .. } if instance == "pod-0"
     ));
     let mut peers = fleet(now, &[(V, 5), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().newly_failed = vec!["orders".into()];
     assert_eq!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Halt {
             instance: "pod-0".into(),
             cause: "virtual cluster(s) failed while running the version: orders".into()
@@ -128,7 +136,7 @@ fn unready_or_a_newly_failed_cluster_within_the_soak_halts_and_after_it_does_not
     let mut peers = fleet(now, &[(V, 100), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().ready = false;
     assert_eq!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Wait("canary pod-0 is not ready".into())
     );
 }
@@ -140,15 +148,15 @@ fn a_silent_peer_is_left_out_after_the_peer_timeout() {
     // The canary has not answered for 20 s: still in the gate.
     peers[0].silent_since = Some(now - Duration::from_secs(20));
     assert!(matches!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Wait(_)
     ));
     // 31 s: left out; slot 1 is the lowest live slot and applies.
     peers[0].silent_since = Some(now - Duration::from_secs(31));
-    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
     // Slot 2 then waits for slot 1, the new canary, and its soak.
     assert_eq!(
-        decide(2, V, &peers, now, &settings()),
+        decide(2, &t(V), &peers, now, &settings()),
         Decision::Wait("waiting for pod-1 (slot 1) to run the version".into())
     );
     // A peer that never answered is left out once asked for the timeout.
@@ -157,11 +165,11 @@ fn a_silent_peer_is_left_out_after_the_peer_timeout() {
     peers[0].status = None;
     peers[0].silent_since = Some(now - Duration::from_secs(5));
     assert!(matches!(
-        decide(1, V, &peers, now, &settings()),
+        decide(1, &t(V), &peers, now, &settings()),
         Decision::Wait(_)
     ));
     peers[0].silent_since = Some(now - Duration::from_secs(31));
-    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
 }
 
 #[test]
@@ -170,5 +178,102 @@ fn a_silent_peers_old_failure_does_not_halt() {
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().failed = Some((V.into(), "x".into()));
     peers[0].silent_since = Some(now - Duration::from_secs(40));
-    assert_eq!(decide(1, V, &peers, now, &settings()), Decision::Apply);
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
+}
+
+/// `V` with renewed referenced files.
+fn renewed() -> Target {
+    Target {
+        config: V.into(),
+        effective: Some("sha256:renewed".into()),
+    }
+}
+
+/// `peers[i]` runs `V` with the referenced files of `effective`.
+fn with_effective(mut peers: Vec<Peer>, effective: &[&str]) -> Vec<Peer> {
+    for (p, e) in peers.iter_mut().zip(effective) {
+        p.status.as_mut().unwrap().effective = (*e).to_owned();
+    }
+    peers
+}
+
+#[test]
+fn renewed_files_under_the_same_configuration_roll_out_canary_first() {
+    let now = Instant::now();
+    let renewed = renewed();
+    // Every pod runs V with the old files: none is done, the canary goes.
+    let peers = with_effective(
+        fleet(now, &[(V, 100), (V, 100)]),
+        &["sha256:e1", "sha256:e1"],
+    );
+    assert_eq!(
+        decide(0, &renewed, &peers, now, &settings()),
+        Decision::Apply
+    );
+    assert_eq!(
+        decide(1, &renewed, &peers, now, &settings()),
+        Decision::Wait("waiting for pod-0 (slot 0) to run the version".into())
+    );
+    // The canary runs the renewed files: slot 1 waits out the soak.
+    let peers = with_effective(
+        fleet(now, &[(V, 5), (V, 100)]),
+        &["sha256:renewed", "sha256:e1"],
+    );
+    assert_eq!(
+        decide(1, &renewed, &peers, now, &settings()),
+        Decision::Wait("canary pod-0 has run the version for 6s of 30s".into())
+    );
+    assert_eq!(
+        decide(
+            1,
+            &renewed,
+            &peers,
+            now + Duration::from_secs(30),
+            &settings()
+        ),
+        Decision::Apply
+    );
+    assert_eq!(
+        decide(0, &renewed, &peers, now, &settings()),
+        Decision::Done
+    );
+}
+
+#[test]
+fn a_failure_of_renewed_files_halts_them_and_not_the_configuration() {
+    let now = Instant::now();
+    let renewed = renewed();
+    let mut peers = with_effective(
+        fleet(now, &[(V, 100), (V, 100)]),
+        &["sha256:e1", "sha256:e1"],
+    );
+    // An old failure of the configuration (applied since) halts nothing.
+    peers[0].status.as_mut().unwrap().failed = Some((V.into(), "old".into()));
+    assert_eq!(
+        decide(0, &renewed, &peers, now, &settings()),
+        Decision::Apply
+    );
+    // The canary's proxy failed the renewed files: recorded under their
+    // effective version, they halt every slot.
+    peers[0].status.as_mut().unwrap().failed = Some((
+        "sha256:renewed".into(),
+        "reload failed: key does not match".into(),
+    ));
+    for me in 0..2 {
+        assert!(matches!(
+            decide(me, &renewed, &peers, now, &settings()),
+            Decision::Halt { ref instance, .. } if instance == "pod-0"
+        ));
+    }
+}
+
+#[test]
+fn a_peer_that_reports_no_effective_version_is_taken_at_its_configurations_word() {
+    let now = Instant::now();
+    let renewed = renewed();
+    let peers = fleet(now, &[(V, 100), (OLD, 100)]);
+    assert_eq!(
+        decide(1, &renewed, &peers, now, &settings()),
+        Decision::Apply
+    );
 }
