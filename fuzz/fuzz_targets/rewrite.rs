@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     if rewrites(api, version) {
         if let Ok(out) = rewrite_response(&frame, &header, &to) {
             // The output must itself be a response the proxy can read again.
-            if let Err(e) = rewrite_response(&out.frame, &header, &to) {
+            if let Err(e) = rewrite_response(&out.frame.to_bytes(), &header, &to) {
                 panic!("the rewritten response cannot be read again: {e}");
             }
         }

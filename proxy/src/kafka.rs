@@ -3,6 +3,7 @@
 //!
 //! - [`frame`]: length-prefixed frames and the request header fields routing needs
 //! - [`rewrite`]: broker endpoints in responses replaced by the proxy's own
+//! - `splice`: Produce and Fetch responses rewritten without copying their records
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
@@ -11,6 +12,7 @@ mod codec;
 pub mod deny;
 pub mod frame;
 pub mod rewrite;
+mod splice;
 pub mod versions;
 pub mod wire;
 

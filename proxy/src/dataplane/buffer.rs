@@ -108,6 +108,20 @@ impl FrameBuf {
         wr.flush().await
     }
 
+    /// [`FrameBuf::write`] of a frame in pieces, one after the other.
+    pub(super) async fn write_parts<W: AsyncWrite + Unpin>(
+        &mut self,
+        wr: &mut W,
+        parts: &[bytes::Bytes],
+    ) -> std::io::Result<()> {
+        self.flush(wr).await?;
+        for part in parts {
+            wr.write_all(part).await?;
+            self.written.inc_by(part.len() as u64);
+        }
+        wr.flush().await
+    }
+
     /// Gives the chunk back when nothing is left in it: call at frame
     /// boundaries, after a flush.
     pub(super) fn release_if_empty(&mut self) {

@@ -178,7 +178,10 @@ pub(crate) async fn serve(
         tracing::debug!(cluster = %cluster.name(), %peer, "connection refused: maxConnections reached");
         return;
     };
-    let span = tracing::info_span!(
+    // A span per connection only at debug level: at info, its slot and
+    // formatted fields would be most of an idle connection's memory. The
+    // events that matter at info name the connection themselves.
+    let span = tracing::debug_span!(
         "conn",
         cluster = %cluster.name(),
         generation = cluster.generation,
@@ -194,10 +197,11 @@ pub(crate) async fn serve(
             let forced = matches!(result, Err(ConnError::Forced));
             cluster.metrics.drained(forced);
         }
+        let (name, generation) = (cluster.name(), cluster.generation);
         match result {
             Ok(()) => tracing::debug!("connection closed"),
             Err(ConnError::Forced) => {
-                tracing::info!("connection closed at the drain deadline with requests in flight")
+                tracing::info!(cluster = %name, generation, %peer, role = ?role, "connection closed at the drain deadline with requests in flight")
             }
             Err(e) => {
                 cluster.metrics.closed_on_error(e.reason());
@@ -206,9 +210,9 @@ pub(crate) async fn serve(
                         tracing::debug!(error = %e, "connection ended")
                     }
                     ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
-                        tracing::info!(error = %e, "connection closed")
+                        tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
                     }
-                    _ => tracing::warn!(error = %e, "connection closed on protocol error"),
+                    _ => tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed on protocol error"),
                 }
             }
         }

@@ -20,7 +20,7 @@ use crate::kafka::api_name;
 use crate::kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
 };
-use crate::kafka::rewrite::{rewrite_response, rewrites};
+use crate::kafka::rewrite::{Frame, rewrite_response, rewrites};
 use crate::kafka::versions::cap_api_versions;
 
 /// Kafka's ApiVersions key.
@@ -139,15 +139,15 @@ where
     }
     let frame = buf.hold(total, rd, wr, &mut clock).await?;
     let out = transform(&frame, header, cluster)?;
-    let out = if out.as_ptr() == frame.as_ptr() {
-        out
-    } else {
-        // A new frame: charged in place of the one it was made from.
-        drop(frame);
-        let charge = cluster.budget().force(out.len());
-        charged(out, charge)
-    };
-    buf.write(wr, &out).await?;
+    // A frame that shares the one it was made from (passed as it came, or
+    // spliced) keeps that one's charge; a new one is charged in its place.
+    if out.shares(&frame) {
+        return buf.write_parts(wr, out.parts()).await.map_err(Into::into);
+    }
+    drop(frame);
+    let out = out.to_bytes();
+    let charge = cluster.budget().force(out.len());
+    buf.write(wr, &charged(out, charge)).await?;
     Ok(())
 }
 
@@ -161,11 +161,13 @@ fn transform(
     frame: &Bytes,
     header: &RequestHeader,
     cluster: &ClusterRuntime,
-) -> Result<Bytes, ConnError> {
+) -> Result<Frame, ConnError> {
     if header.api_key == API_VERSIONS {
-        return Ok(cap_api_versions(frame, header.api_version, &|k| {
-            cluster.decodes(k)
-        })?);
+        return Ok(Frame::whole(cap_api_versions(
+            frame,
+            header.api_version,
+            &|k| cluster.decodes(k),
+        )?));
     }
     let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
     if !rewritten.changed {

@@ -4,7 +4,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::ResponseHeader;
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::Encodable;
 
 use super::wire::{self, Checked};
 
@@ -20,11 +20,6 @@ pub const MAX_TRAILING_BYTES: usize = 16;
 /// does not back (see [`wire`](super::wire)).
 pub(crate) fn decode<T: Checked>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     wire::check(T::SCHEMA, version, buf).map_err(|e| e.to_string())?;
-    decode_walked(buf, version)
-}
-
-/// [`decode`] for bytes the caller has already walked by their layout.
-pub(crate) fn decode_walked<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     let value = T::decode(buf, version).map_err(|e| e.to_string())?;
     if buf.len() > MAX_TRAILING_BYTES {
         return Err(format!("{} bytes left over after the message", buf.len()));

@@ -19,14 +19,16 @@ use kafka_protocol::messages::{
     ApiKey, BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
     EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, FindCoordinatorResponse,
     MetadataResponse, ProduceResponse, ResponseHeader, ShareAcknowledgeResponse,
-    ShareFetchResponse, VoteResponse,
+    ShareFetchResponse, VoteResponse, fetch_response, produce_response,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_config::apis;
 
 pub use super::codec::MAX_TRAILING_BYTES;
-use super::codec::{Framer, decode, decode_walked};
+use super::codec::{Framer, decode};
 use super::frame::RequestHeader;
+use super::splice;
+pub use super::splice::Frame;
 use super::wire::{self, Checked};
 use crate::config::model::BrokerPorts;
 
@@ -78,7 +80,7 @@ pub struct Learned {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewritten {
     /// The new frame, length prefix included.
-    pub frame: Bytes,
+    pub frame: Frame,
     /// False when the response carried no endpoints: `frame` is the
     /// original.
     pub changed: bool,
@@ -190,28 +192,58 @@ pub fn rewrite_response(
     wire::check(&wire::RESPONSE_HEADER, header_version, &buf).map_err(|e| fail(e.to_string()))?;
     let header =
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
-    // Produce and Fetch responses carry node endpoints only after a leader
-    // moved: the rest are checked and passed on as they came, not decoded
-    // and encoded again (kafka-protocol encodes them back to the same bytes).
-    if let Some(schema) = endpoints_tagged(api) {
-        let (size, present) = wire::check_for_tag(schema, version, &buf, NODE_ENDPOINTS_TAG)
-            .map_err(|e| fail(e.to_string()))?;
-        let trailing = buf.len() - size;
-        if trailing > MAX_TRAILING_BYTES {
-            return Err(fail(format!(
-                "{trailing} bytes left over after the message"
-            )));
-        }
-        if !present {
-            return Ok(unchanged(frame));
-        }
-    }
     let mut m = Mapper {
         to,
         learn: !quorum_api(api),
         learned: Vec::new(),
         unmapped: Vec::new(),
     };
+    // Produce and Fetch responses carry node endpoints only after a leader
+    // moved: the rest are checked and passed on as they came, not decoded
+    // and encoded again (kafka-protocol encodes them back to the same bytes).
+    // With endpoints, only their tagged fields are rewritten (`splice`).
+    if let Some(schema) = endpoints_tagged(api) {
+        let layout = wire::check_for_tag(schema, version, &buf, NODE_ENDPOINTS_TAG)
+            .map_err(|e| fail(e.to_string()))?;
+        let trailing = buf.len() - layout.size;
+        if trailing > MAX_TRAILING_BYTES {
+            return Err(fail(format!(
+                "{trailing} bytes left over after the message"
+            )));
+        }
+        if !layout.present {
+            return Ok(unchanged(frame));
+        }
+        let body_at = frame.len() - buf.len();
+        let spliced = if api == ApiKey::Produce {
+            splice::endpoints(
+                frame,
+                body_at,
+                layout,
+                version,
+                |list: &mut Vec<produce_response::NodeEndpoint>| node_endpoints!(m, list),
+            )
+        } else {
+            splice::endpoints(
+                frame,
+                body_at,
+                layout,
+                version,
+                |list: &mut Vec<fetch_response::NodeEndpoint>| node_endpoints!(m, list),
+            )
+        };
+        // An empty list (some brokers always send the tag) leaves nothing
+        // to rewrite: the frame passes as it came.
+        return Ok(match spliced.map_err(fail)? {
+            None => unchanged(frame),
+            Some(frame) => Rewritten {
+                frame,
+                changed: true,
+                learned: m.learned,
+                unmapped: m.unmapped,
+            },
+        });
+    }
     let out = Framer {
         header: &header,
         header_version,
@@ -265,25 +297,6 @@ pub fn rewrite_response(
             }
             out.frame(&r, version, &buf)
         }
-        // Walked above, by `endpoints_tagged`.
-        // An empty list (some brokers always send the tag) leaves nothing
-        // to rewrite: the frame passes as it came, not encoded again.
-        ApiKey::Produce => {
-            let mut r = decode_walked::<ProduceResponse>(&mut buf, version).map_err(fail)?;
-            if r.node_endpoints.is_empty() {
-                return Ok(unchanged(frame));
-            }
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::Fetch => {
-            let mut r = decode_walked::<FetchResponse>(&mut buf, version).map_err(fail)?;
-            if r.node_endpoints.is_empty() {
-                return Ok(unchanged(frame));
-            }
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
         ApiKey::ShareFetch => {
             let mut r = decode::<ShareFetchResponse>(&mut buf, version).map_err(fail)?;
             node_endpoints!(m, r.node_endpoints);
@@ -322,7 +335,7 @@ pub fn rewrite_response(
     };
     let frame = frame.map_err(fail)?;
     Ok(Rewritten {
-        frame,
+        frame: Frame::whole(frame),
         changed: true,
         learned: m.learned,
         unmapped: m.unmapped,
@@ -344,7 +357,7 @@ fn quorum_api(api: ApiKey) -> bool {
 /// A response passed on as it came.
 fn unchanged(frame: &Bytes) -> Rewritten {
     Rewritten {
-        frame: frame.clone(),
+        frame: Frame::whole(frame.clone()),
         changed: false,
         learned: Vec::new(),
         unmapped: Vec::new(),

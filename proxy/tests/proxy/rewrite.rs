@@ -23,6 +23,7 @@ use sluice_proxy::kafka::rewrite::{Advertised, Learned, rewrite_response, rewrit
 mod checks;
 mod learning;
 mod per_api;
+mod splice;
 
 fn advertised() -> Advertised {
     Advertised::new(

@@ -133,30 +133,46 @@ impl fmt::Display for Malformed {
 /// Walks `bytes` as a `schema` message at `version`; returns how many bytes
 /// the message takes.
 pub(crate) fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {
-    check_for_tag(schema, version, bytes, u32::MAX).map(|(size, _)| size)
+    check_for_tag(schema, version, bytes, u32::MAX).map(|l| l.size)
 }
 
-/// [`check`], also telling whether the message's own (top-level) tagged
-/// fields include `tag`: whether a KIP-951 response carries node endpoints,
-/// without decoding it.
+/// Where a message's parts lie, from [`check_for_tag`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The message's size.
+    pub(crate) size: usize,
+    /// Where its own (top-level) tagged fields begin, in a flexible version.
+    pub(crate) tagged_at: Option<usize>,
+    /// Whether those include the tag looked for.
+    pub(crate) present: bool,
+}
+
+/// [`check`], also telling where the message's own (top-level) tagged
+/// fields begin and whether they include `tag`: whether a KIP-951 response
+/// carries node endpoints, and where, without decoding it.
 pub(crate) fn check_for_tag(
     schema: &Schema,
     version: i16,
     bytes: &[u8],
     tag: u32,
-) -> Result<(usize, bool), Malformed> {
+) -> Result<Layout, Malformed> {
     let mut walk = Walk {
         bytes,
         at: 0,
         depth: 0,
         wanted: tag,
         seen: false,
+        tagged_at: None,
     };
     walk.schema(schema, version).map_err(|mut e| {
         e.path.push(schema.name);
         e
     })?;
-    Ok((walk.at, walk.seen))
+    Ok(Layout {
+        size: walk.at,
+        tagged_at: walk.tagged_at,
+        present: walk.seen,
+    })
 }
 
 /// A position in the bytes of one message.
@@ -168,6 +184,8 @@ struct Walk<'a> {
     /// The top-level tag looked for, and whether it was seen.
     wanted: u32,
     seen: bool,
+    /// Where the top-level tagged fields begin.
+    tagged_at: Option<usize>,
 }
 
 type Step = Result<(), Malformed>;
@@ -249,6 +267,9 @@ impl Walk<'_> {
             }
         }
         if flexible {
+            if self.depth == 1 {
+                self.tagged_at = Some(self.at);
+            }
             self.tagged(schema, version)?;
         }
         self.depth -= 1;
