@@ -18,6 +18,23 @@ use sluice_proxy::config::types::Port;
 use sluice_proxy::kafka::frame::RequestHeader;
 use sluice_proxy::kafka::rewrite::{Advertised, Learned, rewrite_response, rewrites};
 
+/// A KIP-951 response's endpoints (`$ty` is its `NodeEndpoint`) from
+/// `(node id, host, port)`.
+macro_rules! endpoints {
+    ($ty:ty, $nodes:expr) => {
+        $nodes
+            .iter()
+            .map(|(id, host, port): &(i32, &str, i32)| {
+                let mut e = <$ty>::default();
+                e.node_id = BrokerId(*id);
+                e.host = StrBytes::from_string((*host).to_owned());
+                e.port = *port;
+                e
+            })
+            .collect::<Vec<$ty>>()
+    };
+}
+
 /// Upstream nodes 1 and 2 are in the proxy's range (ports 19093-19094 for
 /// node ids 1-2); node 7 is not.
 mod checks;

@@ -121,18 +121,7 @@ fn describe_cluster_every_version() {
 
 #[test]
 fn produce_node_endpoints_from_v10() {
-    let endpoints = |nodes: &[(i32, &str, i32)]| -> Vec<produce_response::NodeEndpoint> {
-        nodes
-            .iter()
-            .map(|(id, host, port)| {
-                let mut e = produce_response::NodeEndpoint::default();
-                e.node_id = BrokerId(*id);
-                e.host = StrBytes::from_string((*host).to_owned());
-                e.port = *port;
-                e
-            })
-            .collect()
-    };
+    let endpoints = |nodes: &[(i32, &str, i32)]| endpoints!(produce_response::NodeEndpoint, nodes);
     let range = ApiKey::Produce.valid_versions();
     for v in range.min..=range.max {
         assert_eq!(rewrites(ApiKey::Produce as i16, v), v >= 10, "Produce v{v}");
@@ -160,18 +149,7 @@ fn produce_node_endpoints_from_v10() {
 
 #[test]
 fn fetch_node_endpoints_from_v16() {
-    let endpoints = |nodes: &[(i32, &str, i32)]| -> Vec<fetch_response::NodeEndpoint> {
-        nodes
-            .iter()
-            .map(|(id, host, port)| {
-                let mut e = fetch_response::NodeEndpoint::default();
-                e.node_id = BrokerId(*id);
-                e.host = StrBytes::from_string((*host).to_owned());
-                e.port = *port;
-                e
-            })
-            .collect()
-    };
+    let endpoints = |nodes: &[(i32, &str, i32)]| endpoints!(fetch_response::NodeEndpoint, nodes);
     let range = ApiKey::Fetch.valid_versions();
     for v in range.min..=range.max {
         assert_eq!(rewrites(ApiKey::Fetch as i16, v), v >= 16, "Fetch v{v}");

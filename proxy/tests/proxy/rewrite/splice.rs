@@ -5,19 +5,6 @@
 
 use super::*;
 
-fn endpoints(nodes: &[(i32, &str, i32)]) -> Vec<fetch_response::NodeEndpoint> {
-    nodes
-        .iter()
-        .map(|(id, host, port)| {
-            let mut e = fetch_response::NodeEndpoint::default();
-            e.node_id = BrokerId(*id);
-            e.host = StrBytes::from_string((*host).to_owned());
-            e.port = *port;
-            e
-        })
-        .collect()
-}
-
 /// A Fetch response with `records` bytes of records, these endpoints, and
 /// two tags the crate does not know.
 fn fetch(records: usize, nodes: &[(i32, &str, i32)]) -> FetchResponse {
@@ -30,7 +17,7 @@ fn fetch(records: usize, nodes: &[(i32, &str, i32)]) -> FetchResponse {
                 .with_records(Some(Bytes::from(vec![7u8; records]))),
         ]),
     ];
-    r.node_endpoints = endpoints(nodes);
+    r.node_endpoints = endpoints!(fetch_response::NodeEndpoint, nodes);
     r.unknown_tagged_fields
         .insert(9, Bytes::from_static(b"nine"));
     r.unknown_tagged_fields
@@ -83,18 +70,17 @@ fn a_small_fetch_response_is_one_piece_and_every_endpoint_dropped_drops_the_tag(
 #[test]
 fn produce_responses_are_spliced_alike() {
     for v in 10..=ApiKey::Produce.valid_versions().max {
-        let node = |host: &str, port| {
-            let mut e = produce_response::NodeEndpoint::default();
-            e.node_id = BrokerId(2);
-            e.host = StrBytes::from_string(host.to_owned());
-            e.port = port;
-            e
-        };
         let mut r = ProduceResponse::default();
-        r.node_endpoints = vec![node("kafka-2.upstream", 9093)];
+        r.node_endpoints = endpoints!(
+            produce_response::NodeEndpoint,
+            [(2, "kafka-2.upstream", 9093)]
+        );
         let input = frame(ApiKey::Produce, v, &r);
         let out = rewrite_response(&input, &req(ApiKey::Produce, v), &advertised()).unwrap();
-        r.node_endpoints = vec![node("proxy.example", 19094)];
+        r.node_endpoints = endpoints!(
+            produce_response::NodeEndpoint,
+            [(2, "proxy.example", 19094)]
+        );
         assert_eq!(
             out.frame.to_bytes(),
             frame(ApiKey::Produce, v, &r),
