@@ -6,6 +6,7 @@
 //!   [`requests`] and [`responses`]
 //! - [`buffer`]: how a direction holds bytes (a chunk while busy, none idle)
 //! - [`block`]: frames held whole, in memory that goes back to the OS
+//! - [`pool`]: a few freed frame regions kept warm for the next frames
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`tls`]: rustls configurations from validated material
@@ -18,6 +19,7 @@ pub(crate) mod connection;
 mod inflight;
 pub(crate) mod listener;
 mod patience;
+mod pool;
 mod requests;
 mod responses;
 pub(crate) mod tls;

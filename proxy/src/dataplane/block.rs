@@ -6,18 +6,19 @@
 //! the kernel and unmapped when freed: glibc's allocator keeps freed heap
 //! memory, and raises its own mapping threshold after each large free (up
 //! to 32 MiB), so a proxy that had held a few Fetch responses of megabytes
-//! stayed that much bigger, idle, for as long as it ran.
+//! stayed that much bigger, idle, for as long as it ran. Blocks up to
+//! [`pool::LARGEST`] come from [`pool`], which keeps a few freed regions
+//! (at most 4 MiB in all) for the next frames instead of unmapping them.
 
 use bytes::Bytes;
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::MmapMut;
 
+use super::pool::{self, Region};
 use crate::budget::Charge;
 
 /// Blocks this big or bigger are mapped, not taken from the heap
 /// (glibc's initial mapping threshold).
 const MAP_AT: usize = 128 * 1024;
-/// Mapped blocks this big or bigger ask for huge pages.
-const HUGE_AT: usize = 2 * 1024 * 1024;
 
 /// A frame's worth of memory, filled front to back.
 pub(super) struct Block {
@@ -28,6 +29,7 @@ pub(super) struct Block {
 
 enum Storage {
     Heap(Box<[u8]>),
+    Pooled(Region),
     Mapped(MmapMut),
 }
 
@@ -35,6 +37,7 @@ impl AsRef<[u8]> for Storage {
     fn as_ref(&self) -> &[u8] {
         match self {
             Storage::Heap(b) => b,
+            Storage::Pooled(r) => r.as_ref(),
             Storage::Mapped(m) => m,
         }
     }
@@ -44,6 +47,7 @@ impl AsMut<[u8]> for Storage {
     fn as_mut(&mut self) -> &mut [u8] {
         match self {
             Storage::Heap(b) => b,
+            Storage::Pooled(r) => r.as_mut(),
             Storage::Mapped(m) => m,
         }
     }
@@ -52,7 +56,7 @@ impl AsMut<[u8]> for Storage {
 impl Block {
     /// An empty block of `len` bytes, paid for by `charge`.
     pub(super) fn new(len: usize, charge: Charge) -> std::io::Result<Block> {
-        let storage = if len >= HUGE_AT {
+        let storage = if len > pool::LARGEST {
             let map = MmapMut::map_anon(len)?;
             // Faulted in 2 MiB at a time rather than 4 KiB: a frame of
             // megabytes costs a few page faults, not hundreds. Advice
@@ -60,9 +64,7 @@ impl Block {
             let _ = map.advise(memmap2::Advice::HugePage);
             Storage::Mapped(map)
         } else if len >= MAP_AT {
-            // Every page is written at once: mapped in one call rather than
-            // faulted in a page at a time as the frame arrives.
-            Storage::Mapped(MmapOptions::new().len(len).populate().map_anon()?)
+            Storage::Pooled(Region::take(len)?)
         } else {
             Storage::Heap(vec![0u8; len].into_boxed_slice())
         };
