@@ -8,6 +8,7 @@
 //! - [`block`]: frames held whole, in memory that goes back to the OS
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
 //! - [`check`]: the upstream check a reload runs before it commits
+//! - [`sni`]: the shared SNI port: server names to generations
 //! - [`tls`]: rustls configurations from validated material
 
 mod block;
@@ -20,6 +21,7 @@ pub(crate) mod listener;
 mod patience;
 mod requests;
 mod responses;
+pub(crate) mod sni;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 
