@@ -133,7 +133,13 @@ fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed
     let mut cmd = hosts.python("roundtrip.py");
     let bootstrap = format!("{}:{sni}", super::bootstrap("orders"));
     cmd.args([&bootstrap, "orders", "20", "orders-late"]);
-    cmd.args(["--ssl", &ca.display().to_string(), "-", "-", "--verify-names"]);
+    cmd.args([
+        "--ssl",
+        &ca.display().to_string(),
+        "-",
+        "-",
+        "--verify-names",
+    ]);
     let report = python::run_json_command(cmd, Duration::from_secs(90));
     assert_eq!(report["unique"], 20, "{report}");
     proxy.assert_clean_logs();
