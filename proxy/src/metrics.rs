@@ -80,11 +80,9 @@ pub struct UnroutedLabel {
 pub(crate) struct SniUnrouted(Family<UnroutedLabel, Counter>);
 
 impl SniUnrouted {
-    /// Counts one.
-    pub(crate) fn inc(&self, reason: crate::dataplane::sni::Unrouted) {
-        let label = UnroutedLabel {
-            reason: reason.as_str(),
-        };
+    /// Counts one (`reason`: `unknown` or `missing`).
+    pub(crate) fn inc(&self, reason: &'static str) {
+        let label = UnroutedLabel { reason };
         self.0.get_or_create(&label).inc();
     }
 }

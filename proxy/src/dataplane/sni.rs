@@ -110,7 +110,7 @@ pub(crate) async fn serve(
 ) {
     let listener = tcp.local_addr().ok();
     let unroute = |reason: Unrouted, why: &str, server_name: Option<&str>| {
-        unrouted.inc(reason);
+        unrouted.inc(reason.as_str());
         tracing::info!(
             %peer,
             listener = ?listener,
