@@ -30,11 +30,28 @@ pub struct ClusterStatus {
     pub generation: u64,
     /// Client connections open on it.
     pub active_connections: usize,
-    /// Addresses it listens on (`host:port`).
+    /// Addresses it listens on (`host:port`); with SNI routing, the one
+    /// port it shares with the other SNI clusters on that address.
     pub listeners: Vec<String>,
+    /// The server names clients reach it by, when it is routed by SNI
+    /// (`gateway.sni`); absent for port per broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<SniNames>,
     /// Older generations still draining: connections a reload moved off the
     /// cluster's ports that have not ended yet.
     pub draining: Vec<DrainingStatus>,
+}
+
+/// The TLS server names of an SNI-routed cluster, as configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SniNames {
+    /// The shared port's address (`host:port`).
+    pub listener: String,
+    /// The bootstrap's name.
+    pub bootstrap_host: String,
+    /// The brokers' names, `$(nodeId)` standing for each node id.
+    pub broker_host_pattern: String,
 }
 
 /// A generation that is draining.
@@ -102,8 +119,16 @@ mod tests {
                  "draining": [{"generation": 2, "since": "2025-01-02T03:04:05.600Z", "activeConnections": 1}]},
                 {"name": "b", "state": "failed", "since": "2025-01-02T03:04:05.678Z",
                  "reason": "bind 127.0.0.1:9094: address in use", "generation": 4,
-                 "activeConnections": 0, "listeners": [], "draining": []}]}"#,
+                 "activeConnections": 0, "listeners": [], "draining": []},
+                {"name": "c", "state": "accepting", "since": "2025-01-02T03:04:05.678Z", "reason": null,
+                 "generation": 5, "activeConnections": 0, "listeners": ["0.0.0.0:9092"],
+                 "sni": {"listener": "0.0.0.0:9092", "bootstrapHost": "bootstrap.c.example.com",
+                         "brokerHostPattern": "broker-$(nodeId).c.example.com"},
+                 "draining": []}]}"#,
         );
+        let sni = c.clusters[2].sni.as_ref().expect("sni names");
+        assert_eq!(sni.bootstrap_host, "bootstrap.c.example.com");
+        assert!(c.clusters[0].sni.is_none());
         assert_eq!(c.clusters[1].state, ClusterState::Failed);
         assert_eq!(c.clusters[0].state.to_string(), "accepting");
         for s in ["initializing", "accepting", "draining", "stopped", "failed"] {

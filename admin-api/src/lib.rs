@@ -31,7 +31,7 @@ pub mod status;
 pub mod validate;
 
 pub use changes::{Changes, ModifiedCluster};
-pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus};
+pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus, SniNames};
 pub use error::{ErrorBody, Refused};
 pub use probes::{Health, HealthStatus, Readiness};
 pub use problem::ConfigProblem;

@@ -16,6 +16,7 @@ use super::types::{parse_duration, parse_listen};
 use super::yaml::Node;
 
 mod cluster;
+mod gateway;
 
 const TOP_KEYS: &[&str] = &[
     "admin",
@@ -93,6 +94,7 @@ fn claim_admin(cx: &mut Cx<'_>, listen: SocketAddr, path: &str, mark: super::yam
         owner: Owner::Admin,
         path: path.to_owned(),
         mark,
+        shared: false,
     });
 }
 

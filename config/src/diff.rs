@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::files::FileRef;
-use super::model::{ProxyConfig, VirtualCluster};
+use super::model::{BrokerPorts, ProxyConfig, Routing, VirtualCluster};
 use super::types::format_duration;
 
 /// The changes between two configurations, clusters listed in the order the
@@ -148,27 +148,7 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
     }
     let (og, ng) = (&old.gateway, &new.gateway);
     r.value("gateway.listenHost", &og.listen_host, &ng.listen_host);
-    r.value(
-        "gateway.advertisedHost",
-        &og.advertised_host,
-        &ng.advertised_host,
-    );
-    r.value(
-        "gateway.bootstrapPort",
-        &og.bootstrap_port,
-        &ng.bootstrap_port,
-    );
-    let ports = |b: &super::model::BrokerPorts| format!("{}-{}", b.start, b.last_port());
-    r.value(
-        "gateway.brokerPorts",
-        &ports(&og.broker_ports),
-        &ports(&ng.broker_ports),
-    );
-    r.value(
-        "gateway.brokerPorts.firstNodeId",
-        &og.broker_ports.first_node_id,
-        &ng.broker_ports.first_node_id,
-    );
+    routing_reasons(&mut r, &og.routing, &ng.routing);
     match (&og.tls, &ng.tls) {
         (None, None) => {}
         (None, Some(_)) => r.push("gateway.tls added"),
@@ -206,6 +186,54 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
         r.changed("filters");
     }
     (r.0, r.1)
+}
+
+/// How clients reach the cluster: port per broker or SNI, and their settings.
+fn routing_reasons(r: &mut Reasons, old: &Routing, new: &Routing) {
+    match (old, new) {
+        (Routing::Ports(o), Routing::Ports(n)) => {
+            r.value(
+                "gateway.advertisedHost",
+                &o.advertised_host,
+                &n.advertised_host,
+            );
+            r.value(
+                "gateway.bootstrapPort",
+                &o.bootstrap_port,
+                &n.bootstrap_port,
+            );
+            let ports = |b: &BrokerPorts| format!("{}-{}", b.start, b.last_port());
+            r.value(
+                "gateway.brokerPorts",
+                &ports(&o.broker_ports),
+                &ports(&n.broker_ports),
+            );
+            r.value(
+                "gateway.brokerPorts.firstNodeId",
+                &o.broker_ports.first_node_id,
+                &n.broker_ports.first_node_id,
+            );
+        }
+        (Routing::Sni(o), Routing::Sni(n)) => {
+            r.value("gateway.sni.port", &o.port, &n.port);
+            r.value(
+                "gateway.sni.bootstrapHost",
+                &o.bootstrap_host,
+                &n.bootstrap_host,
+            );
+            r.value(
+                "gateway.sni.brokerHostPattern",
+                &o.broker_host_pattern,
+                &n.broker_host_pattern,
+            );
+        }
+        (Routing::Ports(_), Routing::Sni(_)) => {
+            r.push("gateway.sni added (port per broker removed)")
+        }
+        (Routing::Sni(_), Routing::Ports(_)) => {
+            r.push("gateway.sni removed (port per broker added)")
+        }
+    }
 }
 
 /// Collects human-readable reasons in a fixed order, and whether any is

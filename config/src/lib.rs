@@ -16,6 +16,7 @@
 //! - [`model`]: the typed configuration
 //! - `build`: tree to model, section by section
 //! - `listeners`: port conflicts across the whole configuration
+//! - [`sni`]: server names unique on each SNI port; certificates that cover them
 //! - [`tls`]: TLS settings and their loaded material
 //! - [`files`]: where referenced files are read from
 //! - [`diff`]: what changes between two configurations
@@ -39,6 +40,7 @@ mod listeners;
 pub mod model;
 mod read;
 pub mod referenced;
+pub mod sni;
 pub mod tls;
 pub mod types;
 pub mod yaml;
@@ -135,6 +137,7 @@ fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<Config
     let mut cx = read::Cx::new(files);
     let config = build::proxy_config(&mut cx, &root);
     listeners::check(&mut cx);
+    sni::check(&mut cx);
     let mut errors = cx.errors;
     if errors.is_empty() {
         if let Some(config) = config {

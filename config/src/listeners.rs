@@ -1,6 +1,8 @@
 //! Listener conflicts: every port the configuration asks for, checked
 //! against every other. Two listeners conflict when their port ranges overlap
-//! and their hosts are equal or either is a wildcard (`0.0.0.0`, `::`).
+//! and their hosts are equal or either is a wildcard (`0.0.0.0`, `::`),
+//! except SNI ports: clusters routed by server name share one listener, so
+//! their claims on the same host and port do not conflict with each other.
 
 use std::net::IpAddr;
 
@@ -12,13 +14,13 @@ use super::yaml::Mark;
 pub(crate) enum Owner {
     /// `admin.listen`.
     Admin,
-    /// A virtual cluster's `bootstrapPort` or `brokerPorts`.
+    /// A virtual cluster's `bootstrapPort`, `brokerPorts` or `sni.port`.
     Cluster {
         /// Position in `virtualClusters`.
         index: usize,
         /// Its name as written, when it is a string.
         name: Option<String>,
-        /// `bootstrapPort` or `brokerPorts`.
+        /// `bootstrapPort`, `brokerPorts` or `sni.port`.
         field: &'static str,
     },
 }
@@ -32,10 +34,15 @@ pub(crate) struct Claim {
     pub(crate) owner: Owner,
     pub(crate) path: String,
     pub(crate) mark: Mark,
+    /// An SNI port: shared with the other SNI claims on the same host.
+    pub(crate) shared: bool,
 }
 
 impl Claim {
     fn conflicts_with(&self, other: &Claim) -> Option<u16> {
+        if self.shared && other.shared && self.host == other.host {
+            return None;
+        }
         let hosts =
             self.host == other.host || self.host.is_unspecified() || other.host.is_unspecified();
         let overlap = self.first <= other.last && other.first <= self.last;
@@ -85,11 +92,17 @@ pub(crate) fn check(cx: &mut Cx<'_>) {
             .filter_map(|&j| claim.conflicts_with(&claims[j]).map(|port| (j, port)))
             .min_by_key(|&(j, _)| j);
         if let Some((holder, port)) = earlier {
-            let owner = claims[holder].describe_for(claim);
+            let holder = &claims[holder];
+            let owner = holder.describe_for(claim);
+            let hint = if claim.shared && holder.shared {
+                " (SNI clusters share a port only on the same listenHost)"
+            } else {
+                ""
+            };
             cx.error(
                 &claim.path,
                 claim.mark,
-                format_args!("port {port} is already used by {owner}"),
+                format_args!("port {port} is already used by {owner}{hint}"),
             );
         }
     }
@@ -112,6 +125,14 @@ mod tests {
             },
             path: format!("virtualClusters[{index}].gateway.brokerPorts"),
             mark: Mark::default(),
+            shared: false,
+        }
+    }
+
+    fn sni(host: &str, port: u16, index: usize) -> Claim {
+        Claim {
+            shared: true,
+            ..claim(host, port, port, index)
         }
     }
 
@@ -126,5 +147,20 @@ mod tests {
         let b = claim("10.0.0.1", 100, 110, 0);
         assert_eq!(claim("10.0.0.2", 100, 110, 1).conflicts_with(&b), None);
         assert_eq!(claim("10.0.0.1", 111, 120, 1).conflicts_with(&b), None);
+    }
+
+    #[test]
+    fn sni_ports_are_shared_on_one_host_only() {
+        let a = sni("0.0.0.0", 9092, 0);
+        assert_eq!(sni("0.0.0.0", 9092, 1).conflicts_with(&a), None);
+        assert_eq!(sni("127.0.0.1", 9092, 1).conflicts_with(&a), Some(9092));
+        assert_eq!(
+            claim("0.0.0.0", 9090, 9095, 1).conflicts_with(&a),
+            Some(9092)
+        );
+        assert_eq!(
+            a.conflicts_with(&claim("127.0.0.1", 9092, 9092, 1)),
+            Some(9092)
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::files::FileRef;
 use super::tls::{GatewayTls, Loaded, UpstreamTls};
-use super::types::{ClusterName, Host, HostPort, Port};
+use super::types::{ClusterName, Host, HostPattern, HostPort, Port, SniHost};
 use crate::filter::FilterSpec;
 
 /// Default admin listener: loopback only, so no token is needed.
@@ -137,19 +137,65 @@ pub struct Upstream {
 /// Default `upstream.checkTimeout`.
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The client-facing side of a virtual cluster: port per broker.
+/// The client-facing side of a virtual cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gateway {
     /// Address every listener of this cluster binds.
     pub listen_host: IpAddr,
+    /// How clients reach the bootstrap and each broker.
+    pub routing: Routing,
+    /// TLS for clients, when set (always set with [`Routing::Sni`]).
+    pub tls: Option<GatewayTls>,
+}
+
+/// How clients reach a virtual cluster's bootstrap and brokers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Routing {
+    /// A port for the bootstrap and one per broker.
+    Ports(PortRouting),
+    /// One port shared with other clusters; the TLS server name picks the
+    /// cluster and the broker.
+    Sni(SniRouting),
+}
+
+/// Port per broker (`advertisedHost`, `bootstrapPort`, `brokerPorts`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortRouting {
     /// Host name clients are told in broker addresses.
     pub advertised_host: Host,
     /// Port clients bootstrap on.
     pub bootstrap_port: Port,
     /// One port per upstream broker.
     pub broker_ports: BrokerPorts,
-    /// TLS for clients, when set.
-    pub tls: Option<GatewayTls>,
+}
+
+/// SNI routing (`gateway.sni`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SniRouting {
+    /// The port, shared by every SNI cluster on the same `listenHost`.
+    pub port: Port,
+    /// The server name of the bootstrap.
+    pub bootstrap_host: SniHost,
+    /// The server names of the brokers, by node id; clients are told these.
+    pub broker_host_pattern: HostPattern,
+}
+
+impl Gateway {
+    /// The port-per-broker settings, when the cluster uses them.
+    pub fn ports(&self) -> Option<&PortRouting> {
+        match &self.routing {
+            Routing::Ports(p) => Some(p),
+            Routing::Sni(_) => None,
+        }
+    }
+
+    /// The SNI settings, when the cluster routes by server name.
+    pub fn sni(&self) -> Option<&SniRouting> {
+        match &self.routing {
+            Routing::Sni(s) => Some(s),
+            Routing::Ports(_) => None,
+        }
+    }
 }
 
 /// Maps upstream node ids to proxy ports: node N listens on

@@ -8,14 +8,17 @@ use std::fmt::Display;
 use super::ConfigError;
 use super::files::FileSource;
 use super::listeners::Claim;
+use super::sni::SniClaim;
 use super::yaml::{Entry, Mark, Node, Value};
 
 /// Everything a build step needs: where errors go, where files come from,
-/// and the listeners claimed so far (checked for conflicts at the end).
+/// and the listeners and SNI names claimed so far (checked for conflicts at
+/// the end).
 pub(crate) struct Cx<'a> {
     pub(crate) errors: Vec<ConfigError>,
     pub(crate) files: &'a dyn FileSource,
     pub(crate) claims: Vec<Claim>,
+    pub(crate) sni: Vec<SniClaim>,
 }
 
 impl<'a> Cx<'a> {
@@ -24,6 +27,7 @@ impl<'a> Cx<'a> {
             errors: Vec::new(),
             files,
             claims: Vec::new(),
+            sni: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`pool`]: a few freed frame regions kept warm for the next frames
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
 //! - [`check`]: the upstream check a reload runs before it commits
+//! - [`sni`]: the shared SNI port: server names to generations
 //! - [`tls`]: rustls configurations from validated material
 
 mod block;
@@ -22,6 +23,7 @@ mod patience;
 mod pool;
 mod requests;
 mod responses;
+pub(crate) mod sni;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

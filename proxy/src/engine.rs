@@ -218,8 +218,15 @@ impl Engine {
             inner.clusters.insert(name, record);
         }
         for p in prepared {
-            prepare::commit(&mut inner, p, &engine.tracker, &engine.events);
+            prepare::commit(
+                &mut inner,
+                p,
+                &engine.tracker,
+                &engine.events,
+                &engine.metrics,
+            );
         }
+        prepare::route_sni(&inner);
         for c in inner.serving() {
             engine.expiry.set(c);
         }

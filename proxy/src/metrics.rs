@@ -64,6 +64,27 @@ struct Families {
     connections_closed_on_error: Family<ReasonLabels, Counter>,
     unknown_nodes: Family<ClusterLabel, Counter>,
     drained: Family<ResultLabels, Counter>,
+    sni_unrouted: Family<UnroutedLabel, Counter>,
+}
+
+/// `reason` label of connections the SNI port could not route.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct UnroutedLabel {
+    /// `unknown` (a server name no cluster has) or `missing` (none, or no TLS).
+    pub reason: &'static str,
+}
+
+/// Counts connections the shared SNI port closed because no cluster has
+/// their server name.
+#[derive(Debug, Clone)]
+pub(crate) struct SniUnrouted(Family<UnroutedLabel, Counter>);
+
+impl SniUnrouted {
+    /// Counts one (`reason`: `unknown` or `missing`).
+    pub(crate) fn inc(&self, reason: &'static str) {
+        let label = UnroutedLabel { reason };
+        self.0.get_or_create(&label).inc();
+    }
 }
 
 /// `cluster` and `result` labels.
@@ -150,6 +171,15 @@ impl Metrics {
             "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
             f.drained.clone(),
         );
+        r.register(
+            "sni_unrouted_connections",
+            "Connections on an SNI port closed because no cluster has their TLS server name (reason: unknown, missing: none sent or not TLS)",
+            f.sni_unrouted.clone(),
+        );
+        for reason in ["unknown", "missing"] {
+            f.sni_unrouted
+                .get_or_create_owned(&UnroutedLabel { reason });
+        }
         let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
         r.register(
             "buffered_bytes",
@@ -186,6 +216,11 @@ impl Metrics {
     /// below it.
     pub fn set_buffer_limit(&self, max_buffered_bytes: u64) {
         self.budget.set_limit(max_buffered_bytes);
+    }
+
+    /// The counter of connections SNI ports could not route.
+    pub(crate) fn sni_unrouted(&self) -> SniUnrouted {
+        SniUnrouted(self.families.sni_unrouted.clone())
     }
 
     /// The process-wide budget of buffered bytes.

@@ -1,10 +1,11 @@
 """Produce N keyed messages, consume them with a consumer group, report JSON.
 
-usage: roundtrip.py BOOTSTRAP TOPIC COUNT GROUP [--old] [--hold] [--ssl CA CERT KEY] [--idempotent]
+usage: roundtrip.py BOOTSTRAP TOPIC COUNT GROUP [--old] [--hold] [--ssl CA CERT KEY] [--verify-names] [--idempotent]
 
 --old      speak old, non-flexible protocol versions (no ApiVersions request)
 --hold     after reporting, keep the connections open until stdin closes
 --ssl      TLS to the proxy: CA file, then client cert and key ('-' for none)
+--verify-names  with --ssl: check every broker's name against its certificate
 Output: one JSON line {"acked", "consumed", "unique", "missing", "errors", "brokers"}.
 """
 import json
@@ -21,7 +22,8 @@ if "--old" in args:
 if "--ssl" in args:
     i = args.index("--ssl")
     ca, cert, key = args[i + 1 : i + 4]
-    conf.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": "none"})
+    verify = "https" if "--verify-names" in args else "none"
+    conf.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": verify})
     if cert != "-":
         conf.update({"ssl.certificate.location": cert, "ssl.key.location": key})
 errors = []

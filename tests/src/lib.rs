@@ -7,6 +7,7 @@
 //! - [`peers`]: the tansu broker and librdkafka's mock cluster
 //! - [`config`]: proxy configurations in front of tansu
 //! - [`python`]: the Python Kafka clients in `tests/clients`
+//! - [`hosts`]: a hosts file of the test's own, for the clients it starts
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
@@ -19,6 +20,7 @@
 
 pub mod config;
 pub mod fleet;
+pub mod hosts;
 pub mod kafka;
 pub mod manifests;
 pub mod peers;

@@ -35,11 +35,18 @@ pub fn command(script: &str) -> Command {
 /// line it printed as JSON.
 pub fn run_json(script: &str, args: &[&str], timeout: Duration) -> serde_json::Value {
     let mut cmd = command(script);
-    cmd.args(args)
-        .stdout(Stdio::piped())
+    cmd.args(args);
+    run_json_command(cmd, timeout)
+}
+
+/// Runs a client command (its script and arguments given) to its end, at
+/// most `timeout`, and parses the last line it printed as JSON.
+pub fn run_json_command(mut cmd: Command, timeout: Duration) -> serde_json::Value {
+    let what = format!("{cmd:?}");
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(Stdio::null());
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("run {what}: {e}"));
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -49,7 +56,7 @@ pub fn run_json(script: &str, args: &[&str], timeout: Duration) -> serde_json::V
         Ok(out) => out.expect("wait for client"),
         Err(_) => {
             let _ = Command::new("kill").arg(pid.to_string()).status();
-            panic!("{script} {args:?} did not finish within {timeout:?}");
+            panic!("{what} did not finish within {timeout:?}");
         }
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -57,7 +64,7 @@ pub fn run_json(script: &str, args: &[&str], timeout: Duration) -> serde_json::V
     let last = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(last).unwrap_or_else(|_| {
         panic!(
-            "{script} {args:?} ({}) printed no JSON:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            "{what} ({}) printed no JSON:\nstdout:\n{stdout}\nstderr:\n{stderr}",
             output.status
         )
     })
@@ -114,10 +121,16 @@ impl WaitTimeout for std::process::Child {
 /// Runs `roundtrip.py` with `--hold`: returns once it has reported, with its
 /// connections still open so the test can inspect them.
 pub fn roundtrip_holding(args: &[&str]) -> Holding {
-    use std::io::BufRead;
     let mut cmd = command("roundtrip.py");
-    cmd.args(args)
-        .arg("--hold")
+    cmd.args(args);
+    holding(cmd)
+}
+
+/// Runs a `roundtrip.py` command (arguments given) with `--hold`, as
+/// [`roundtrip_holding`] does.
+pub fn holding(mut cmd: Command) -> Holding {
+    use std::io::BufRead;
+    cmd.arg("--hold")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     let mut child = cmd.spawn().expect("start roundtrip.py");
@@ -167,7 +180,8 @@ impl Steady {
         Self::start_command(cmd)
     }
 
-    fn start_command(mut cmd: Command) -> Steady {
+    /// Starts a `steady.py` command (arguments given), as [`Steady::start`] does.
+    pub fn start_command(mut cmd: Command) -> Steady {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

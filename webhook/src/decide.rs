@@ -5,7 +5,8 @@
 //!
 //! - `configmap`: the configuration's bytes from a ConfigMap object
 //! - `message`: the denial text, one line per error
-//! - `warnings`: what an UPDATE will do to each virtual cluster
+//! - `warnings`: SNI names a certificate misses (files checked), and what an
+//!   UPDATE will do to each virtual cluster
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ mod warnings;
 pub use configmap::ConfigMapError;
 pub use message::{MAX_LINE_CHARS, denial};
 pub use recent::Recent;
-pub use warnings::{MAX_WARNING_CHARS, MAX_WARNINGS, warnings};
+pub use warnings::{MAX_WARNING_CHARS, MAX_WARNINGS, admission_warnings, warnings};
 
 /// What the webhook is told to check, fixed at startup.
 #[derive(Clone)]
@@ -145,13 +146,15 @@ pub fn decide(req: &AdmissionRequest<DynamicObject>, policy: &Policy) -> Decisio
         },
         Err(e) => return Decision::denied(e.to_string()),
     };
-    let warnings = match req.operation {
-        Operation::Update => old_config(req, policy, &new)
-            .map(|old| warnings(&diff(&old.config, &new.config)))
-            .unwrap_or_default(),
-        _ => Vec::new(),
+    let changes = match req.operation {
+        Operation::Update => {
+            old_config(req, policy, &new).map(|old| diff(&old.config, &new.config))
+        }
+        _ => None,
     };
-    Decision::Allowed { warnings }
+    Decision::Allowed {
+        warnings: admission_warnings(changes.as_ref(), &new.config),
+    }
 }
 
 /// The configuration being replaced, when there is a valid one: warnings

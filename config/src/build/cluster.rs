@@ -3,27 +3,17 @@
 
 use std::collections::HashMap;
 
-use super::super::listeners::{Claim, Owner};
-use super::super::model::{
-    BrokerPorts, DEFAULT_CHECK_TIMEOUT, Gateway, Limits, Upstream, VirtualCluster,
-};
+use super::super::model::{DEFAULT_CHECK_TIMEOUT, Limits, Upstream, VirtualCluster};
 use super::super::read::{Cx, Fields, boolean, index, integer, list, string, suggest};
-use super::super::tls::{gateway_tls, upstream_tls};
-use super::super::types::{ClusterName, Host, HostPort, Port, parse_ip};
+use super::super::tls::upstream_tls;
+use super::super::types::{ClusterName, HostPort};
 use super::super::yaml::{Node, Value};
 use super::duration;
+use super::gateway::gateway;
 use crate::filter;
 
 const CLUSTER_KEYS: &[&str] = &["name", "upstream", "gateway", "limits", "filters"];
 const UPSTREAM_KEYS: &[&str] = &["bootstrapServers", "tls", "checkTimeout", "checkOnReload"];
-const GATEWAY_KEYS: &[&str] = &[
-    "listenHost",
-    "advertisedHost",
-    "bootstrapPort",
-    "brokerPorts",
-    "tls",
-];
-const BROKER_PORTS_KEYS: &[&str] = &["start", "count", "firstNodeId"];
 const LIMITS_KEYS: &[&str] = &["maxConnections", "maxFrameBytes", "frameTimeout"];
 
 pub(super) fn virtual_clusters(
@@ -145,125 +135,6 @@ fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
         tls,
         check_timeout: check_timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT),
         check_on_reload: check_on_reload.unwrap_or(true),
-    })
-}
-
-fn gateway(
-    cx: &mut Cx<'_>,
-    node: &Node,
-    path: &str,
-    i: usize,
-    name: &Option<String>,
-) -> Option<Gateway> {
-    let f = Fields::of(cx, node, path, GATEWAY_KEYS)?;
-    let listen_host = match f.optional(cx, "listenHost", |cx, node, path| {
-        let text = string(cx, node, path)?;
-        Some(cx.ok(path, node.mark, parse_ip(text)))
-    }) {
-        Some(host) => host,
-        None => Some(std::net::Ipv4Addr::UNSPECIFIED.into()),
-    };
-    let advertised_host = f.required(cx, "advertisedHost", |cx, node, path| {
-        let text = string(cx, node, path)?;
-        cx.ok(path, node.mark, text.parse::<Host>())
-    });
-    let bootstrap_port = f.required(cx, "bootstrapPort", port);
-    let broker_ports = f.required(cx, "brokerPorts", broker_ports);
-    let tls = match f.optional(cx, "tls", |cx, node, path| {
-        Some(gateway_tls(cx, node, path))
-    }) {
-        Some(tls) => Some(tls?),
-        None => None,
-    };
-    // Claims are registered whenever the ports themselves are valid, so
-    // conflicts are reported even if something else in the cluster is not.
-    let host = listen_host?;
-    let owner = |field| Owner::Cluster {
-        index: i,
-        name: name.clone(),
-        field,
-    };
-    if let Some(p) = bootstrap_port {
-        let mark = field_mark(node, "bootstrapPort");
-        cx.claims.push(Claim {
-            host,
-            first: p.get(),
-            last: p.get(),
-            owner: owner("bootstrapPort"),
-            path: format!("{path}.bootstrapPort"),
-            mark,
-        });
-    }
-    if let Some(b) = broker_ports {
-        cx.claims.push(Claim {
-            host,
-            first: b.start.get(),
-            last: b.last_port(),
-            owner: owner("brokerPorts"),
-            path: format!("{path}.brokerPorts"),
-            mark: field_mark(node, "brokerPorts"),
-        });
-    }
-    Some(Gateway {
-        listen_host: host,
-        advertised_host: advertised_host?,
-        bootstrap_port: bootstrap_port?,
-        broker_ports: broker_ports?,
-        tls,
-    })
-}
-
-/// Where a field's value starts (the mapping's own mark if it is absent).
-fn field_mark(node: &Node, key: &str) -> super::super::yaml::Mark {
-    match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|e| e.key == key)
-            .map_or(node.mark, |e| e.value.mark),
-        _ => node.mark,
-    }
-}
-
-fn port(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Port> {
-    let n = integer(cx, node, path, i64::MIN, i64::MAX)?;
-    cx.ok(path, node.mark, Port::new(n))
-}
-
-fn broker_ports(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<BrokerPorts> {
-    let f = Fields::of(cx, node, path, BROKER_PORTS_KEYS)?;
-    let start = f.required(cx, "start", port);
-    let count = f.required(cx, "count", |cx, node, path| {
-        integer(cx, node, path, 1, 65535).map(|n| n as u16)
-    });
-    let first_node_id = f
-        .optional(cx, "firstNodeId", |cx, node, path| {
-            integer(cx, node, path, 0, i64::from(i32::MAX)).map(|n| n as i32)
-        })
-        .unwrap_or(0);
-    let (start, count) = (start?, count?);
-    let last = u32::from(start.get()) + u32::from(count) - 1;
-    if last > 65535 {
-        return cx.fail(
-            path,
-            f.mark(),
-            format_args!("ports {start}-{last} extend past 65535"),
-        );
-    }
-    let last_node = i64::from(first_node_id) + i64::from(count) - 1;
-    if last_node > i64::from(i32::MAX) {
-        return cx.fail(
-            path,
-            f.mark(),
-            format_args!(
-                "node ids {first_node_id}-{last_node} extend past {} (the largest Kafka node id)",
-                i32::MAX
-            ),
-        );
-    }
-    Some(BrokerPorts {
-        start,
-        count,
-        first_node_id,
     })
 }
 

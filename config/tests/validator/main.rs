@@ -5,3 +5,4 @@ mod corpus;
 mod diff;
 mod paths_only;
 mod properties;
+mod sni;

@@ -17,8 +17,9 @@ struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_clusters: Option<Vec<String>>,
     errors: Vec<ConfigError>,
-    /// Certificates close to expiry or past it: worth a look, not invalid
-    /// (validation itself is free of the clock).
+    /// Certificates close to expiry or past it, or not covering a
+    /// cluster's SNI names: worth a look, not invalid (validation itself is
+    /// free of the clock, and a client may not verify names).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
     /// Set when the file could not be read at all.
@@ -57,7 +58,10 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                         .collect(),
                 ),
                 errors: Vec::new(),
-                warnings: expiring(&valid.config.virtual_clusters),
+                warnings: expiring(&valid.config.virtual_clusters)
+                    .into_iter()
+                    .chain(crate::config::sni::warnings(&valid.config))
+                    .collect(),
                 read_error: None,
             },
             Ok(Err(errors)) => {

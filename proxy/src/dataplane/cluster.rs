@@ -14,7 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use super::tls::{self, TlsError};
 use crate::budget::Budget;
-use crate::config::model::VirtualCluster;
+use crate::config::model::{Routing, VirtualCluster};
 use crate::config::types::HostPort;
 use crate::filter::Filter;
 use crate::kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
@@ -118,10 +118,12 @@ impl ClusterRuntime {
         }
         decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
         Ok(Arc::new(ClusterRuntime {
-            advertised: Advertised::new(
-                &config.gateway.advertised_host.to_string(),
-                config.gateway.broker_ports,
-            ),
+            advertised: match &config.gateway.routing {
+                Routing::Ports(p) => {
+                    Advertised::new(&p.advertised_host.to_string(), p.broker_ports)
+                }
+                Routing::Sni(s) => Advertised::sni(s.broker_host_pattern.clone(), s.port.get()),
+            },
             filters: config.filters.iter().map(crate::filter::build).collect(),
             metrics: metrics.cluster(config.name.as_str()),
             budget: Arc::clone(metrics.budget()),
@@ -277,15 +279,22 @@ impl ClusterRuntime {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(*id);
-            if first {
-                let b = self.config.gateway.broker_ports;
-                tracing::warn!(
+            if !first {
+                continue;
+            }
+            match self.config.gateway.ports() {
+                Some(p) => tracing::warn!(
                     cluster = %self.name(),
                     node = id,
-                    first_node_id = b.first_node_id,
-                    count = b.count,
+                    first_node_id = p.broker_ports.first_node_id,
+                    count = p.broker_ports.count,
                     "upstream node outside the broker port range; hidden from clients"
-                );
+                ),
+                None => tracing::warn!(
+                    cluster = %self.name(),
+                    node = id,
+                    "upstream node with a negative id; hidden from clients"
+                ),
             }
         }
     }

@@ -14,6 +14,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_rustls::{Accept, StartHandshake};
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
@@ -36,8 +38,19 @@ use crate::kafka::rewrite::RewriteError;
 /// answered by the upstream or by the proxy; more stop the proxy reading
 /// from the client until responses are written.
 pub(super) const MAX_IN_FLIGHT: usize = 1024;
-/// How long a client's TLS handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client's TLS handshake may take (on the SNI port, the
+/// ClientHello and the rest each).
+pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A client connection as it reaches [`serve`].
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// Just accepted on a port of its own cluster.
+    Tcp(TcpStream),
+    /// Accepted on the shared SNI port, its ClientHello read (which chose
+    /// the cluster); the handshake goes on with the cluster's certificate.
+    Sni(Box<StartHandshake<TcpStream>>),
+}
 
 /// What a listener port leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +182,7 @@ impl From<std::io::Error> for ConnError {
 
 /// Serves one accepted client connection to its end.
 pub(crate) async fn serve(
-    tcp: TcpStream,
+    incoming: Incoming,
     peer: SocketAddr,
     cluster: Arc<ClusterRuntime>,
     role: Role,
@@ -190,7 +203,7 @@ pub(crate) async fn serve(
     );
     async {
         let result = tokio::select! {
-            r = run(tcp, &cluster, role) => r,
+            r = run(incoming, &cluster, role) => r,
             () = cluster.force.cancelled() => Err(ConnError::Forced),
         };
         if cluster.drain.is_cancelled() {
@@ -221,22 +234,41 @@ pub(crate) async fn serve(
     .await;
 }
 
-async fn run(tcp: TcpStream, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
-    let _ = tcp.set_nodelay(true);
+async fn run(incoming: Incoming, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
-    let client: BoxIo = match cluster.acceptor() {
-        Some(acceptor) => {
-            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, Box::pin(acceptor.accept(tcp)))
-                .await
-                .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
-                .map_err(ConnError::Tls)?;
-            Box::new(tls)
+    let client: BoxIo = match (incoming, cluster.acceptor()) {
+        (Incoming::Tcp(tcp), Some(acceptor)) => {
+            let _ = tcp.set_nodelay(true);
+            handshake(Box::pin(acceptor.accept(tcp))).await?
         }
-        None => Box::new(tcp),
+        (Incoming::Tcp(tcp), None) => {
+            let _ = tcp.set_nodelay(true);
+            Box::new(tcp)
+        }
+        (Incoming::Sni(start), Some(acceptor)) => {
+            let _ = start.io.set_nodelay(true);
+            let config = Arc::clone(acceptor.config());
+            handshake(Box::pin((*start).into_stream(config))).await?
+        }
+        // Validation requires TLS with SNI routing.
+        (Incoming::Sni(_), None) => {
+            return Err(ConnError::Tls(std::io::Error::other(
+                "no TLS configuration for an SNI-routed cluster",
+            )));
+        }
     };
     let upstream = Box::pin(connect_upstream(cluster, role)).await?;
     pipe(client, upstream, cluster).await
+}
+
+/// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`].
+async fn handshake(accept: Pin<Box<Accept<TcpStream>>>) -> Result<BoxIo, ConnError> {
+    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
+        .await
+        .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
+        .map_err(ConnError::Tls)?;
+    Ok(Box::new(tls))
 }
 
 async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<BoxIo, ConnError> {

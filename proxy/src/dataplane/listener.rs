@@ -1,7 +1,9 @@
 //! Listening sockets, keyed by address. A listener is bound first and routed
 //! later: its accept loop asks, for every connection, which cluster
 //! generation the port leads to now, so a reload can hand an open socket to a
-//! new generation without closing it.
+//! new generation without closing it. A port-per-broker listener leads to
+//! one generation and role; an SNI listener to a table of server names
+//! (see [`super::sni`]), swapped whole when SNI clusters change.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +16,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use super::cluster::ClusterRuntime;
-use super::connection::{self, Role};
+use super::connection::{self, Incoming, Role};
+use super::sni::{self, SniTable};
+use crate::metrics::SniUnrouted;
 
 /// Pending connections the kernel queues per listener.
 const BACKLOG: u32 = 1024;
@@ -26,6 +30,17 @@ pub(crate) struct Route {
     pub cluster: Arc<ClusterRuntime>,
     /// Bootstrap or which broker.
     pub role: Role,
+}
+
+/// What a listener's connections lead to.
+#[derive(Debug, Clone)]
+pub(crate) enum Routes {
+    /// Every connection goes to one generation, in one role.
+    Port(Route),
+    /// The TLS server name picks the generation and role; `None` until the
+    /// commit that starts the listener has built the table (connections
+    /// wait for it).
+    Sni(Option<Arc<SniTable>>),
 }
 
 /// Binds `addr` (with `SO_REUSEADDR`, so a port in TIME_WAIT can be taken
@@ -45,7 +60,7 @@ pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 #[derive(Debug)]
 pub(crate) struct Listener {
     addr: SocketAddr,
-    route: watch::Sender<Option<Route>>,
+    routes: watch::Sender<Routes>,
     /// Stops the accept loop when dropped.
     stop: DropGuard,
     closed: mpsc::Receiver<()>,
@@ -79,16 +94,23 @@ impl Closing {
 
 impl Listener {
     /// Starts accepting on a bound socket (the accept loop runs on
-    /// `tracker`); connections follow `route` and run on their generation's
-    /// tracker, so a drain can wait for exactly its own.
-    pub(crate) fn start(socket: TcpListener, route: Route, tracker: &TaskTracker) -> Self {
+    /// `tracker`, and so do SNI connections until their server name is
+    /// read); connections follow `routes` and run on their generation's
+    /// tracker, so a drain can wait for exactly its own. Connections no
+    /// server name routes are counted in `unrouted`.
+    pub(crate) fn start(
+        socket: TcpListener,
+        routes: Routes,
+        tracker: &TaskTracker,
+        unrouted: SniUnrouted,
+    ) -> Self {
         let addr = socket
             .local_addr()
             .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-        let (tx, rx) = watch::channel(Some(route));
+        let (tx, rx) = watch::channel(routes);
         let stop = CancellationToken::new();
         let (closed_tx, closed) = mpsc::sync_channel(1);
-        let accepting = accept_loop(socket, rx, stop.clone());
+        let accepting = accept_loop(socket, rx, stop.clone(), tracker.clone(), unrouted);
         tracker.spawn(async move {
             accepting.await;
             // The socket was dropped with the loop: the port is free.
@@ -96,15 +118,16 @@ impl Listener {
         });
         Listener {
             addr,
-            route: tx,
+            routes: tx,
             stop: stop.drop_guard(),
             closed,
         }
     }
 
-    /// Sends new connections to another generation; open ones are untouched.
-    pub(crate) fn set_route(&self, route: Route) {
-        self.route.send_replace(Some(route));
+    /// Sends new connections elsewhere: another generation, or (SNI) a
+    /// new table of names; open connections are untouched.
+    pub(crate) fn set_routes(&self, routes: Routes) {
+        self.routes.send_replace(routes);
     }
 
     /// Stops accepting and closes the socket; open connections are untouched.
@@ -120,8 +143,10 @@ impl Listener {
 
 async fn accept_loop(
     socket: TcpListener,
-    route: watch::Receiver<Option<Route>>,
+    routes: watch::Receiver<Routes>,
     stop: CancellationToken,
+    tracker: TaskTracker,
+    unrouted: SniUnrouted,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -130,13 +155,16 @@ async fn accept_loop(
         };
         match accepted {
             Ok((tcp, peer)) => {
-                let current = route.borrow().clone();
+                let current = routes.borrow().clone();
                 match current {
-                    Some(r) => {
+                    Routes::Port(r) => {
                         let connections = r.cluster.connections.clone();
-                        connections.spawn(connection::serve(tcp, peer, r.cluster, r.role));
+                        let incoming = Incoming::Tcp(tcp);
+                        connections.spawn(connection::serve(incoming, peer, r.cluster, r.role));
                     }
-                    None => drop(tcp),
+                    Routes::Sni(_) => {
+                        tracker.spawn(sni::serve(tcp, peer, routes.clone(), unrouted.clone()));
+                    }
                 }
             }
             Err(e) => {

@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::cluster::ClusterRuntime;
-use super::connection::{Role, serve};
+use super::connection::{Incoming, Role, serve};
 use crate::config::model::VirtualCluster;
 use crate::config::{MemoryFiles, validate};
 use crate::metrics::Metrics;
@@ -121,7 +121,12 @@ async fn listen(cluster: Arc<ClusterRuntime>) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((tcp, peer)) = listener.accept().await {
-            tokio::spawn(serve(tcp, peer, Arc::clone(&cluster), Role::Bootstrap));
+            tokio::spawn(serve(
+                Incoming::Tcp(tcp),
+                peer,
+                Arc::clone(&cluster),
+                Role::Bootstrap,
+            ));
         }
     });
     addr

@@ -1,7 +1,7 @@
 //! Prepare (fallible: build a generation, bind new ports) and commit
 //! (infallible: route the ports to it).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -12,10 +12,11 @@ use tokio::net::TcpListener;
 use tokio_util::task::TaskTracker;
 
 use super::{Generation, Inner};
-use crate::config::model::VirtualCluster;
+use crate::config::model::{Routing, VirtualCluster};
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::connection::Role;
-use crate::dataplane::listener::{self, Closing, Listener, Route};
+use crate::dataplane::listener::{self, Closing, Listener, Route, Routes};
+use crate::dataplane::sni::SniTable;
 use crate::events::Events;
 use crate::lifecycle::{Event, State};
 use crate::metrics::Metrics;
@@ -23,20 +24,29 @@ use crate::metrics::Metrics;
 /// A generation built and its new sockets bound, not yet routed.
 pub(super) struct Prepared {
     pub(super) runtime: Arc<ClusterRuntime>,
-    /// Each address with its role, and a fresh socket unless the address is
-    /// already held by a listener (which is then handed over, never re-bound).
-    sockets: Vec<(SocketAddr, Role, Option<TcpListener>)>,
+    /// Each address with its role (`None`: the shared SNI port), and a
+    /// fresh socket unless the address is already held by a listener (which
+    /// is then handed over, never re-bound).
+    sockets: Vec<(SocketAddr, Option<Role>, Option<TcpListener>)>,
 }
 
-/// Every address a cluster listens on, with what each leads to.
-pub(super) fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Role)> {
+/// Every address a cluster listens on, with what each leads to (`None`:
+/// the shared SNI port, where the server name decides).
+pub(super) fn addresses(cluster: &VirtualCluster) -> Vec<(SocketAddr, Option<Role>)> {
     let g = &cluster.gateway;
+    let p = match &g.routing {
+        Routing::Sni(sni) => return vec![(SocketAddr::new(g.listen_host, sni.port.get()), None)],
+        Routing::Ports(p) => p,
+    };
     let mut out = vec![(
-        SocketAddr::new(g.listen_host, g.bootstrap_port.get()),
-        Role::Bootstrap,
+        SocketAddr::new(g.listen_host, p.bootstrap_port.get()),
+        Some(Role::Bootstrap),
     )];
-    for (port, node) in g.broker_ports.pairs() {
-        out.push((SocketAddr::new(g.listen_host, port), Role::Broker(node)));
+    for (port, node) in p.broker_ports.pairs() {
+        out.push((
+            SocketAddr::new(g.listen_host, port),
+            Some(Role::Broker(node)),
+        ));
     }
     out
 }
@@ -96,10 +106,15 @@ pub(super) fn prepare_each<'a>(
     mut failed: impl FnMut(Failure) -> ControlFlow<()>,
 ) -> Vec<Prepared> {
     let mut prepared = Vec::new();
+    // SNI clusters new in this batch share the socket the first one binds.
+    let mut held = held.clone();
     for cluster in clusters {
         let generation = numbers.fetch_add(1, Ordering::Relaxed);
-        match prepare(cluster, generation, metrics, events, held) {
-            Ok(p) => prepared.push(p),
+        match prepare(cluster, generation, metrics, events, &held) {
+            Ok(p) => {
+                held.extend(p.sockets.iter().filter(|s| s.2.is_some()).map(|s| s.0));
+                prepared.push(p);
+            }
             Err(why) => {
                 let failure = Failure {
                     name: cluster.name.to_string(),
@@ -122,6 +137,7 @@ pub(super) fn commit(
     prepared: Prepared,
     tracker: &TaskTracker,
     events: &Events,
+    metrics: &Metrics,
 ) -> Option<Generation> {
     let runtime = prepared.runtime;
     let name = runtime.name().to_owned();
@@ -130,21 +146,26 @@ pub(super) fn commit(
     }
     let mut addrs = Vec::new();
     for (addr, role, socket) in prepared.sockets {
-        let route = Route {
-            cluster: Arc::clone(&runtime),
-            role,
+        // An SNI port's table is built once every generation is in place
+        // ([`route_sni`]); connections accepted before wait for it.
+        let routes = match role {
+            Some(role) => Routes::Port(Route {
+                cluster: Arc::clone(&runtime),
+                role,
+            }),
+            None => Routes::Sni(None),
         };
-        match socket {
-            Some(socket) => {
-                inner
-                    .listeners
-                    .insert(addr, Listener::start(socket, route, tracker));
+        match (socket, &routes) {
+            (Some(socket), _) => {
+                let listener = Listener::start(socket, routes, tracker, metrics.sni_unrouted());
+                inner.listeners.insert(addr, listener);
             }
-            None => {
+            (None, Routes::Port(_)) => {
                 if let Some(l) = inner.listeners.get(&addr) {
-                    l.set_route(route);
+                    l.set_routes(routes);
                 }
             }
+            (None, Routes::Sni(_)) => {}
         }
         addrs.push(addr);
     }
@@ -165,6 +186,29 @@ pub(super) fn commit(
         listeners: addrs,
     };
     inner.clusters.insert(name, generation)
+}
+
+/// Points every SNI port at a new table of the current generations routed
+/// by SNI on it. Called after each commit of a startup or reload (under the
+/// same lock), once removed clusters are gone: an unchanged cluster's
+/// entries lead to the same generation as before.
+pub(super) fn route_sni(inner: &Inner) {
+    let mut by_addr: HashMap<SocketAddr, Vec<&Arc<ClusterRuntime>>> = HashMap::new();
+    for g in inner.clusters.values() {
+        let Some(runtime) = &g.runtime else { continue };
+        let Some(sni) = runtime.config.gateway.sni() else {
+            continue;
+        };
+        let addr = SocketAddr::new(runtime.config.gateway.listen_host, sni.port.get());
+        by_addr.entry(addr).or_default().push(runtime);
+    }
+    for (addr, runtimes) in by_addr {
+        if let Some(listener) = inner.listeners.get(&addr) {
+            let table = SniTable::new(runtimes);
+            tracing::debug!(listener = %addr, clusters = table.len(), "SNI routes swapped");
+            listener.set_routes(Routes::Sni(Some(Arc::new(table))));
+        }
+    }
 }
 
 /// Every address a listener holds now.

@@ -313,7 +313,9 @@ impl Engine {
             {
                 self.expiry.set(c);
             }
-            if let Some(old) = prepare::commit(&mut inner, p, &self.tracker, &self.events) {
+            let committed =
+                prepare::commit(&mut inner, p, &self.tracker, &self.events, &self.metrics);
+            if let Some(old) = committed {
                 replaced.push((name, old));
             }
         }
@@ -345,6 +347,9 @@ impl Engine {
                 replaced.push((name.clone(), old));
             }
         }
+        // Every SNI port's table from the generations now current (only
+        // ports no cluster uses any more are closed, below).
+        prepare::route_sni(&inner);
         let released = prepare::release_unused(&mut inner);
         let old_version = std::mem::replace(&mut inner.config, new.clone()).version;
         // Proxy-wide limits apply at once, without a restart.

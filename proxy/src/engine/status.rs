@@ -2,14 +2,17 @@
 //! as the admin API's types: the version in force, the last reload and
 //! validation attempts, and every cluster's generations.
 
+use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::{
     ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, FailedCluster,
-    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, ValidationAttempt, ValidationStatus,
+    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames, ValidationAttempt,
+    ValidationStatus,
 };
 
 use super::{Engine, Generation, rfc3339};
+use crate::config::model::VirtualCluster;
 use crate::events::ReloadResult;
 use crate::lifecycle::State;
 
@@ -105,6 +108,7 @@ impl Engine {
                 generation: g.generation,
                 active_connections: connections(g),
                 listeners: g.listeners.iter().map(ToString::to_string).collect(),
+                sni: inner.config.config.cluster(name).and_then(sni_names),
                 draining: draining(name),
             })
             .collect();
@@ -167,6 +171,16 @@ impl Engine {
             errors,
         });
     }
+}
+
+/// The server names of a cluster routed by SNI.
+fn sni_names(cluster: &VirtualCluster) -> Option<SniNames> {
+    let sni = cluster.gateway.sni()?;
+    Some(SniNames {
+        listener: SocketAddr::new(cluster.gateway.listen_host, sni.port.get()).to_string(),
+        bootstrap_host: sni.bootstrap_host.to_string(),
+        broker_host_pattern: sni.broker_host_pattern.to_string(),
+    })
 }
 
 fn connections(g: &Generation) -> usize {

@@ -2,7 +2,8 @@
 //!
 //! Every response that tells a client where a broker is gets decoded, its
 //! endpoints replaced by the virtual cluster's advertised host and the
-//! broker's proxy port, and encoded again. The upstream addresses seen on the
+//! broker's proxy port (or, with SNI routing, the broker's own name and the
+//! one SNI port), and encoded again. The upstream addresses seen on the
 //! way are handed back so the proxy learns where each node lives, except
 //! those of the KRaft quorum APIs (DescribeQuorum, Vote, ...): they are
 //! controller listeners, and in combined mode a controller shares its node
@@ -31,6 +32,7 @@ use super::splice;
 pub use super::splice::Frame;
 use super::wire::{self, Checked};
 use crate::config::model::BrokerPorts;
+use crate::config::types::HostPattern;
 
 /// Kafka's COORDINATOR_NOT_AVAILABLE: the client looks the coordinator up again.
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
@@ -50,17 +52,39 @@ pub struct RewriteError {
 
 /// Where clients of one virtual cluster are sent.
 #[derive(Debug, Clone)]
-pub struct Advertised {
-    host: StrBytes,
-    ports: BrokerPorts,
+pub struct Advertised(Target);
+
+#[derive(Debug, Clone)]
+enum Target {
+    /// One host, a port per node.
+    Ports { host: StrBytes, ports: BrokerPorts },
+    /// A host name per node, one port.
+    Sni { pattern: HostPattern, port: u16 },
 }
 
 impl Advertised {
     /// Clients are told `host` and each node's port from `ports`.
     pub fn new(host: &str, ports: BrokerPorts) -> Self {
-        Advertised {
+        Advertised(Target::Ports {
             host: StrBytes::from_string(host.to_owned()),
             ports,
+        })
+    }
+
+    /// Clients are told each node's name from `pattern`, at `port` (SNI
+    /// routing: every node behind the one port).
+    pub fn sni(pattern: HostPattern, port: u16) -> Self {
+        Advertised(Target::Sni { pattern, port })
+    }
+
+    /// The host and port clients are told for a node; `None` when the
+    /// proxy does not serve it.
+    fn endpoint(&self, node_id: i32) -> Option<(StrBytes, u16)> {
+        match &self.0 {
+            Target::Ports { host, ports } => Some((host.clone(), ports.port_for(node_id)?)),
+            Target::Sni { pattern, port } => {
+                Some((StrBytes::from_string(pattern.host_for(node_id)?), *port))
+            }
         }
     }
 }
@@ -125,9 +149,9 @@ impl Mapper<'_> {
                 port: port.get(),
             });
         }
-        match self.to.ports.port_for(node_id) {
-            Some(p) => {
-                *host = self.to.host.clone();
+        match self.to.endpoint(node_id) {
+            Some((h, p)) => {
+                *host = h;
                 port.set(p);
                 true
             }

@@ -18,6 +18,7 @@
 //! - [`admin_limits`]: the admin API under hostile callers
 //! - [`watcher`]: the watcher with the real proxy and real files
 //! - [`webhook`]: the admission webhook over real HTTPS
+//! - [`sni`]: SNI routing: every cluster and broker behind one TLS port
 //! - [`tls`]: TLS both ways with OpenSSL peers
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
@@ -38,6 +39,7 @@ mod process;
 mod reload;
 mod reload_failures;
 mod roundtrip;
+mod sni;
 mod soak;
 mod tls;
 mod watcher;

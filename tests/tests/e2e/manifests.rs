@@ -13,10 +13,11 @@ use sluice_tests::python;
 
 mod self_signed;
 
-const OVERLAYS: [(&str, Option<&str>); 3] = [
+const OVERLAYS: [(&str, Option<&str>); 4] = [
     ("cert-manager", None),
     ("no-cert-manager", Some("gen-certs.sh")),
     ("self-signed", None),
+    ("sni", None),
 ];
 const LABEL: &str = "sluice.dev/proxy-config";
 
@@ -144,7 +145,7 @@ fn the_config_map_is_valid_and_selected_by_the_webhook() {
         );
         assert_eq!(vwc["clientConfig"]["service"]["path"], "/validate");
         match name {
-            "cert-manager" => assert!(r.kind("ValidatingWebhookConfiguration")[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].is_string()),
+            "cert-manager" | "sni" => assert!(r.kind("ValidatingWebhookConfiguration")[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].is_string()),
             // The webhook patches it in itself.
             "self-signed" => assert!(vwc["clientConfig"].get("caBundle").is_none()),
             _ => assert!(vwc["clientConfig"]["caBundle"].as_str().is_some_and(|b| b.len() > 100)),
@@ -293,6 +294,54 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
                 >= 2
         );
     }
+}
+
+/// The SNI overlay: one Service port, the proxy's one container port, the
+/// port the configuration's SNI clusters share, unprivileged, and the
+/// gateway certificate mounted where the configuration reads it.
+#[test]
+fn the_sni_overlay_exposes_one_port_for_every_cluster_and_broker() {
+    let r = render("sni", None);
+    let service = r.get("Service", "orders");
+    let ports = service["spec"]["ports"].as_array().expect("ports");
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    assert_eq!(ports[0]["port"], 9092);
+    assert_eq!(ports[0]["targetPort"], "sni");
+    let deployment = r.get("Deployment", "sluice-proxy");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let proxy = &pod["containers"][0];
+    let container_ports = proxy["ports"].as_array().expect("container ports");
+    let sni = container_ports
+        .iter()
+        .find(|p| p["name"] == "sni")
+        .expect("an sni container port");
+    assert_eq!(sni["containerPort"], 9092);
+    assert!(
+        container_ports
+            .iter()
+            .all(|p| p["containerPort"].as_u64() >= Some(1024))
+    );
+    let yaml = r.get("ConfigMap", "sluice-proxy-config")["data"]["proxy.yaml"]
+        .as_str()
+        .expect("proxy.yaml")
+        .to_owned();
+    assert!(
+        yaml.contains("sni:") && yaml.contains("port: 9092"),
+        "{yaml}"
+    );
+    let mount = proxy["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "gateway-tls")
+        .expect("gateway certificate mount");
+    let dir = mount["mountPath"].as_str().unwrap();
+    assert!(yaml.contains(&format!("certFile: {dir}/tls.crt")), "{yaml}");
+    let policy = r.get("NetworkPolicy", "sluice-proxy");
+    assert_eq!(
+        policy["spec"]["ingress"][0]["ports"],
+        serde_json::json!([{ "port": 9092 }])
+    );
 }
 
 #[test]

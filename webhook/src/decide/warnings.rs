@@ -1,8 +1,10 @@
-//! UPDATE warnings: what a reload from the old configuration to the new one
-//! will do, from `sluice_config::diff`. Kubernetes asks for warnings of
-//! at most 120 characters and few of them; the most disruptive come first.
+//! Admission warnings: SNI names a gateway certificate does not cover (when
+//! files are checked), then, on UPDATE, what a reload from the old
+//! configuration to the new one will do, from `sluice_config::diff`.
+//! Kubernetes asks for warnings of at most 120 characters and few of them;
+//! the most disruptive come first.
 
-use sluice_config::ConfigDiff;
+use sluice_config::{ConfigDiff, ProxyConfig};
 
 use super::message::cap;
 
@@ -12,9 +14,22 @@ pub const MAX_WARNINGS: usize = 5;
 /// Longest warning, in characters, as Kubernetes recommends.
 pub const MAX_WARNING_CHARS: usize = 120;
 
+/// The warnings for an admitted configuration: its certificates' SNI
+/// coverage (nothing to say when files are not read), then the change, if
+/// it replaces a valid one.
+pub fn admission_warnings(d: Option<&ConfigDiff>, config: &ProxyConfig) -> Vec<String> {
+    let mut all = sluice_config::sni::warnings(config);
+    all.extend(d.map(changes).unwrap_or_default());
+    summarise(all)
+}
+
 /// The warnings for a change: clusters drained and restarted (with why),
 /// removed, added, then proxy-wide settings.
 pub fn warnings(d: &ConfigDiff) -> Vec<String> {
+    summarise(changes(d))
+}
+
+fn changes(d: &ConfigDiff) -> Vec<String> {
     let mut all: Vec<String> = Vec::new();
     for m in &d.modified {
         all.push(format!(
@@ -34,6 +49,11 @@ pub fn warnings(d: &ConfigDiff) -> Vec<String> {
     for change in &d.global {
         all.push(format!("proxy-wide: {change}"));
     }
+    all
+}
+
+/// At most [`MAX_WARNINGS`], each at most [`MAX_WARNING_CHARS`].
+fn summarise(mut all: Vec<String>) -> Vec<String> {
     if all.len() > MAX_WARNINGS {
         let rest = all.len() - (MAX_WARNINGS - 1);
         all.truncate(MAX_WARNINGS - 1);

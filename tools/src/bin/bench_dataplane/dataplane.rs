@@ -86,7 +86,7 @@ pub(crate) fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) 
     let mut full = vec![args[0], rig.bootstrap(path), topic];
     full.extend_from_slice(&args[1..]);
     full.extend(flags.iter().map(String::as_str));
-    let report = load(&full);
+    let report = rig.load(path, &full);
     let used: Vec<f64> = pids
         .iter()
         .zip(before)

@@ -2,11 +2,12 @@
 //! rdkafka load (confluent-kafka in `tests/clients/bench_load.py`) direct to
 //! tansu, through sluice-proxy and through haproxy, interleaved; requests on
 //! an unchanged cluster during 100 reloads; the broker choice; the same
-//! throughput with TLS from the clients (`tls`); and RSS per idle connection
-//! with 10,000 connections (`memory`).
+//! throughput with TLS from the clients (`tls`); SNI routing against port
+//! per broker over TLS (`sni`); and RSS per idle connection with 10,000
+//! connections (`memory`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
-//! [--connections N] [--only dataplane,tls,memory,reload,broker]` (run it
+//! [--connections N] [--only dataplane,tls,sni,memory,reload,broker]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr.
@@ -16,6 +17,7 @@ mod dataplane;
 mod memory;
 mod reload;
 mod rig;
+mod sni;
 mod tls;
 
 use dataplane::Plan;
@@ -29,7 +31,7 @@ fn main() {
         latency_secs: 8,
     };
     let mut connections = 10_000;
-    let mut only: Vec<String> = ["dataplane", "tls", "memory", "reload", "broker"]
+    let mut only: Vec<String> = ["dataplane", "tls", "sni", "memory", "reload", "broker"]
         .map(String::from)
         .to_vec();
     let mut args = std::env::args().skip(1);
@@ -62,6 +64,9 @@ fn main() {
     if only.iter().any(|s| s == "tls") {
         tls::run(&mut rig, plan);
     }
+    if only.iter().any(|s| s == "sni") {
+        sni::run(&mut rig, plan);
+    }
     if only.iter().any(|s| s == "memory") {
         memory::run(&rig, plan.reps.min(3), connections);
     }
@@ -73,7 +78,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--only dataplane,tls,memory,reload,broker]"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--only dataplane,tls,sni,memory,reload,broker]"
     );
     std::process::exit(2)
 }

@@ -6,7 +6,9 @@
 //! advertises haproxy's address so that every connection of a client
 //! bootstrapped through haproxy stays on haproxy; a third (C) does the same
 //! for haproxy's TLS frontend. Both proxies terminate TLS with the same
-//! certificate and speak plaintext to their broker.
+//! certificate and speak plaintext to their broker. A third cluster of the
+//! proxy in front of broker A is routed by SNI (`gateway.sni`): its clients
+//! resolve its names through a hosts file of their own.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -14,11 +16,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice_testkit::certs::{self, Pki};
+use sluice_testkit::certs::{self, Ca, Pki};
 use sluice_testkit::ports::{port, ports};
 use sluice_testkit::process::Proc;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::peers::Tansu;
+use sluice_tests::hosts::Hosts;
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
 use sluice_tests::{config, python};
 
 /// How a client reaches the broker.
@@ -34,14 +37,20 @@ pub(crate) enum Path {
     SluiceTls,
     /// TLS to haproxy, plaintext on to broker C.
     HaproxyTls,
+    /// TLS to sluice-proxy's SNI port, plaintext on to broker A.
+    SluiceSni,
 }
 
 impl Path {
     /// Whether clients speak TLS on this path.
     pub(crate) fn tls(self) -> bool {
-        matches!(self, Path::SluiceTls | Path::HaproxyTls)
+        matches!(self, Path::SluiceTls | Path::HaproxyTls | Path::SluiceSni)
     }
 }
+
+/// The SNI cluster's name and the domain of its server names.
+const SNI_CLUSTER: &str = "bench-sni";
+const SNI_DOMAIN: &str = "bench-sni.sni.bench";
 
 /// The running peers.
 pub(crate) struct Rig {
@@ -55,6 +64,11 @@ pub(crate) struct Rig {
     pub(crate) proxy: Proxy,
     proxy_bootstrap: String,
     proxy_tls_bootstrap: String,
+    proxy_sni_bootstrap: String,
+    /// What the SNI path's clients resolve its names with.
+    hosts: Hosts,
+    /// The CA of the SNI cluster's certificate.
+    sni_ca: std::path::PathBuf,
     /// The CA that signed both proxies' certificate (and the files).
     pub(crate) pki: Pki,
     _certs: tempfile::TempDir,
@@ -81,11 +95,27 @@ impl Rig {
             pki.server_cert.display(),
             pki.server_key.display()
         );
+        let sni_port = port();
+        let sni_ca = Ca::new("bench SNI CA");
+        let (sni_cert, sni_key) = sni_ca
+            .sign(&[&format!("*.{SNI_DOMAIN}")], "sni", None)
+            .write(certs.path(), "sni.crt", "sni.key");
+        let sni = format!(
+            "  - name: {SNI_CLUSTER}\n    upstream: {{ bootstrapServers: [\"{}\"] }}\n    gateway:\n      listenHost: 127.0.0.1\n      sni: {{ port: {sni_port}, bootstrapHost: bootstrap.{SNI_DOMAIN}, brokerHostPattern: \"broker-$(nodeId).{SNI_DOMAIN}\" }}\n      tls: {{ certFile: \"{}\", keyFile: \"{}\" }}\n",
+            a.addr,
+            sni_cert.display(),
+            sni_key.display()
+        );
+        let hosts = Hosts::new(&[
+            format!("bootstrap.{SNI_DOMAIN}"),
+            format!("broker-{TANSU_NODE_ID}.{SNI_DOMAIN}"),
+        ]);
         let proxy = Proxy::start(&config::with_drain(
             "1s",
             &[
                 config::tansu_cluster("bench", &a.addr, base, ""),
                 config::tansu_cluster("bench-tls", &a.addr, base + 2, &tls),
+                sni,
             ],
         ));
         Rig {
@@ -98,6 +128,9 @@ impl Rig {
             proxy,
             proxy_bootstrap: format!("127.0.0.1:{base}"),
             proxy_tls_bootstrap: format!("127.0.0.1:{}", base + 2),
+            proxy_sni_bootstrap: format!("bootstrap.{SNI_DOMAIN}:{sni_port}"),
+            hosts,
+            sni_ca: sni_ca.write(certs.path(), "sni-ca.pem"),
             pki,
             _certs: certs,
             topics: 0,
@@ -112,22 +145,34 @@ impl Rig {
             Path::Haproxy => &self.haproxy_addr,
             Path::SluiceTls => &self.proxy_tls_bootstrap,
             Path::HaproxyTls => &self.haproxy_tls_addr,
+            Path::SluiceSni => &self.proxy_sni_bootstrap,
         }
     }
 
     /// What a load client on `path` adds to its arguments.
     pub(crate) fn client_flags(&self, path: Path) -> Vec<String> {
-        if path.tls() {
-            vec!["--ssl".into(), self.pki.ca.display().to_string()]
-        } else {
-            Vec::new()
+        match path {
+            Path::SluiceSni => vec!["--ssl".into(), self.sni_ca.display().to_string()],
+            _ if path.tls() => vec!["--ssl".into(), self.pki.ca.display().to_string()],
+            _ => Vec::new(),
         }
+    }
+
+    /// Runs `bench_load.py` on `path` to its end and returns its report;
+    /// on the SNI path it resolves names through the rig's hosts file.
+    pub(crate) fn load(&self, path: Path, args: &[&str]) -> Value {
+        let mut cmd = match path {
+            Path::SluiceSni => self.hosts.python("bench_load.py"),
+            _ => python::command("bench_load.py"),
+        };
+        cmd.args(args);
+        checked(python::run_json_command(cmd, LOAD_TIMEOUT), args)
     }
 
     /// The broker behind `path`.
     pub(crate) fn broker(&self, path: Path) -> &Tansu {
         match path {
-            Path::Direct | Path::Sluice | Path::SluiceTls => &self.a,
+            Path::Direct | Path::Sluice | Path::SluiceTls | Path::SluiceSni => &self.a,
             Path::Haproxy => &self.b,
             Path::HaproxyTls => &self.c,
         }
@@ -137,7 +182,7 @@ impl Rig {
     pub(crate) fn middle(&self, path: Path) -> Option<u32> {
         match path {
             Path::Direct => None,
-            Path::Sluice | Path::SluiceTls => Some(self.proxy.pid()),
+            Path::Sluice | Path::SluiceTls | Path::SluiceSni => Some(self.proxy.pid()),
             Path::Haproxy | Path::HaproxyTls => Some(self.haproxy.pid()),
         }
     }
@@ -291,9 +336,16 @@ pub(crate) fn reset_peak_rss(pid: u32) {
     let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
 }
 
+/// How long one `bench_load.py` run may take.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Runs `bench_load.py` to its end and returns its report.
 pub(crate) fn load(args: &[&str]) -> Value {
-    let report = python::run_json("bench_load.py", args, Duration::from_secs(300));
+    checked(python::run_json("bench_load.py", args, LOAD_TIMEOUT), args)
+}
+
+/// A load report, which must hold no error.
+fn checked(report: Value, args: &[&str]) -> Value {
     let errors = report["errors"].as_array().map_or(0, Vec::len);
     assert!(errors == 0, "bench_load.py {args:?}: {report}");
     report

@@ -5,7 +5,7 @@
 //! turns, each first in every other repetition.
 
 use crate::dataplane::{Plan, Results, produce, throughput};
-use crate::rig::{Path, Rig, load};
+use crate::rig::{Path, Rig};
 use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "data plane, TLS";
@@ -14,46 +14,7 @@ const CPU: &str = "mcore/(MB/s)";
 
 /// Runs both cases on both paths, `plan.reps` times, and emits the figures.
 pub(crate) fn run(rig: &mut Rig, plan: Plan) {
-    let mb = plan.megabytes.to_string();
-    let records = (plan.megabytes * 1024).to_string();
-    // The topics the consume runs read, written through the path itself.
-    let filled: Vec<(Path, String)> = PATHS
-        .iter()
-        .map(|&p| {
-            let topic = rig.topic(p);
-            let flags = rig.client_flags(p);
-            let mut args = vec!["produce", rig.bootstrap(p), &topic, &mb, "1"];
-            args.extend(flags.iter().map(String::as_str));
-            load(&args);
-            (p, topic)
-        })
-        .collect();
-    let fill = |p: Path| filled.iter().find(|(q, _)| *q == p).map(|(_, t)| t.clone());
-
-    eprintln!("tls: warm-up, one unrecorded run of each case on each path");
-    for path in PATHS {
-        produce(rig, path, "32", "1");
-        throughput(
-            rig,
-            path,
-            &["consume", &records],
-            &fill(path).expect("filled"),
-        );
-    }
-    let mut r = Results::default();
-    for rep in 0..plan.reps {
-        eprintln!("tls: repetition {} of {}", rep + 1, plan.reps);
-        let order = [PATHS[rep % 2], PATHS[(rep + 1) % 2]];
-        for &path in &order {
-            let run = produce(rig, path, &mb, "1");
-            r.record("produce1", path, &run);
-        }
-        for &path in &order {
-            let topic = fill(path).expect("filled");
-            let run = throughput(rig, path, &["consume", &records], &topic);
-            r.record("consume", path, &run);
-        }
-    }
+    let r = measure(rig, plan, PATHS, "tls");
     let (s, h) = (Path::SluiceTls, Path::HaproxyTls);
     let at_least = (Target::RatioAtLeast(1.0), ">= 1.00x haproxy");
     let at_most = (Target::RatioAtMost(1.0), "<= 1.00x haproxy");
@@ -89,4 +50,52 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
             .note("both terminate TLS (same certificate), plaintext to the broker; CPU-seconds per GB of record payload = millicores per MB/s")
             .emit();
     }
+}
+
+/// Produce (acks=1) and consume throughput on two paths, `plan.reps` times,
+/// the paths taking turns (each first in every other repetition), after
+/// one unrecorded warm-up run of each case on each; `label` names the
+/// section in progress lines.
+pub(crate) fn measure(rig: &mut Rig, plan: Plan, paths: [Path; 2], label: &str) -> Results {
+    let mb = plan.megabytes.to_string();
+    let records = (plan.megabytes * 1024).to_string();
+    // The topics the consume runs read, written through the path itself.
+    let filled: Vec<(Path, String)> = paths
+        .iter()
+        .map(|&p| {
+            let topic = rig.topic(p);
+            let flags = rig.client_flags(p);
+            let mut args = vec!["produce", rig.bootstrap(p), &topic, &mb, "1"];
+            args.extend(flags.iter().map(String::as_str));
+            rig.load(p, &args);
+            (p, topic)
+        })
+        .collect();
+    let fill = |p: Path| filled.iter().find(|(q, _)| *q == p).map(|(_, t)| t.clone());
+
+    eprintln!("{label}: warm-up, one unrecorded run of each case on each path");
+    for path in paths {
+        produce(rig, path, "32", "1");
+        throughput(
+            rig,
+            path,
+            &["consume", &records],
+            &fill(path).expect("filled"),
+        );
+    }
+    let mut r = Results::default();
+    for rep in 0..plan.reps {
+        eprintln!("{label}: repetition {} of {}", rep + 1, plan.reps);
+        let order = [paths[rep % 2], paths[(rep + 1) % 2]];
+        for &path in &order {
+            let run = produce(rig, path, &mb, "1");
+            r.record("produce1", path, &run);
+        }
+        for &path in &order {
+            let topic = fill(path).expect("filled");
+            let run = throughput(rig, path, &["consume", &records], &topic);
+            r.record("consume", path, &run);
+        }
+    }
+    r
 }
