@@ -52,6 +52,20 @@ pub enum Outcome {
     Failed(String),
     /// Newer content arrived first.
     Superseded,
+    /// The referenced files changed after the rollout gate opened for them:
+    /// back to the gate with what is there now.
+    Regate,
+}
+
+/// What the watcher knows of the effective versions (configuration and
+/// referenced files, as read here) when it applies a content.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Effective<'a> {
+    /// The one last brought in sync with the proxy.
+    pub in_sync: Option<&'a str>,
+    /// The one the rollout gate opened for, when the rollout is of
+    /// referenced files under the configuration in force.
+    pub gated: Option<&'a str>,
 }
 
 /// Applies one content: skip it if the proxy runs it (its referenced files
@@ -59,6 +73,16 @@ pub enum Outcome {
 /// last brought in sync), else validate, then reload on top of the version
 /// seen. Learns the referenced files from the proxy's answers. Gives up
 /// when `newer` changes.
+///
+/// `gated` is the effective version the rollout gate opened for, when the
+/// rollout is of referenced files under the configuration in force: when
+/// the files read here are no longer those, nothing is sent
+/// ([`Outcome::Regate`]): no other pod ran them yet.
+///
+/// Also returns, for an outcome the proxy gave (applied, unchanged,
+/// rejected), the effective version (as seen here) it is about: the files
+/// as read when the proxy ran or validated them, never read again
+/// afterwards, when they may have changed once more.
 pub async fn apply(
     client: &ProxyClient,
     metrics: &Metrics,
@@ -66,10 +90,11 @@ pub async fn apply(
     deadline: Duration,
     newer: &mut watch::Receiver<Content>,
     referenced: &mut Referenced,
-    in_sync: Option<&str>,
-) -> Outcome {
+    effective: Effective<'_>,
+) -> (Outcome, Option<String>) {
+    let Effective { in_sync, gated } = effective;
     let Some(bytes) = content.bytes.as_deref() else {
-        return Outcome::Failed("the file cannot be read".into());
+        return (Outcome::Failed("the file cannot be read".into()), None);
     };
     let mut retry = Retry::new(deadline);
     loop {
@@ -83,63 +108,73 @@ pub async fn apply(
                 referenced.set(status.files);
                 let seen = referenced.effective(content);
                 if status.effective_version == seen || in_sync == Some(seen.as_str()) {
-                    return Ok(Err(Outcome::Unchanged));
+                    return Ok(Err((Outcome::Unchanged, Some(seen))));
+                }
+                if gated.is_some_and(|g| g != seen) {
+                    return Ok(Err((Outcome::Regate, None)));
                 }
             }
             let (answer, files) = client.validate(bytes).await?;
             referenced.set(files);
+            let validated = referenced.effective(content);
             if let Answer::Invalid(errors) = answer {
-                return Ok(Err(Outcome::Rejected(errors)));
+                return Ok(Err((Outcome::Rejected(errors), Some(validated))));
             }
-            Ok::<_, CallError>(Ok(current))
+            Ok::<_, CallError>(Ok((current, validated)))
         };
         let checked = tokio::select! {
             r = checks => r,
-            _ = newer.changed() => return Outcome::Superseded,
+            _ = newer.changed() => return (Outcome::Superseded, None),
         };
-        let result =
-            match checked {
-                Ok(Err(outcome)) => return outcome,
-                Ok(Ok(current)) => client.reload(bytes, Some(&current)).await.map(|answer| {
-                    match answer {
-                        Answer::Accepted {
-                            restart_required,
-                            clusters_failed,
-                        } => {
-                            if !clusters_failed.is_empty() {
-                                tracing::warn!(
-                                    version = %content.digest,
-                                    clusters_failed = %clusters_failed.join("; "),
-                                    "applied; some virtual clusters could not start (each reload retries them)"
-                                );
-                            }
-                            if !restart_required.is_empty() {
-                                tracing::warn!(
-                                    version = %content.digest,
-                                    restart_required = %restart_required.join("; "),
-                                    "applied; part of it takes effect only when the proxy restarts"
-                                );
-                            }
-                            Outcome::Applied
-                        }
-                        Answer::Invalid(errors) => Outcome::Rejected(errors),
-                    }
-                }),
-                Err(e) => Err(e),
-            };
-        let reason = match result {
-            Ok(outcome) => return outcome,
-            Err(CallError::Fatal(reason)) => return Outcome::Failed(reason),
+        let reason = match checked {
+            Ok(Err(done)) => return done,
+            Ok(Ok((current, validated))) => match client.reload(bytes, Some(&current)).await {
+                Ok(answer) => {
+                    return (reloaded(content, answer), Some(validated));
+                }
+                Err(CallError::Fatal(reason)) => return (Outcome::Failed(reason), None),
+                Err(CallError::Retry(reason)) => reason,
+            },
+            Err(CallError::Fatal(reason)) => return (Outcome::Failed(reason), None),
             Err(CallError::Retry(reason)) => reason,
         };
         let Some(wait) = retry.next_wait() else {
-            return Outcome::Failed(format!("gave up after {deadline:?}: {reason}"));
+            let reason = format!("gave up after {deadline:?}: {reason}");
+            return (Outcome::Failed(reason), None);
         };
         metrics.retry(&reason, wait);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            _ = newer.changed() => return Outcome::Superseded,
+            _ = newer.changed() => return (Outcome::Superseded, None),
         }
+    }
+}
+
+/// What a reload's answer means for `content`; logs what the operator
+/// must know of an applied one.
+fn reloaded(content: &Content, answer: Answer) -> Outcome {
+    match answer {
+        Answer::Accepted {
+            restart_required,
+            clusters_failed,
+        } => {
+            if !clusters_failed.is_empty() {
+                tracing::warn!(
+                    version = %content.digest,
+                    clusters_failed = %clusters_failed.join("; "),
+                    "applied; some virtual clusters could not start (each reload retries them)"
+                );
+            }
+            if !restart_required.is_empty() {
+                tracing::warn!(
+                    version = %content.digest,
+                    restart_required = %restart_required.join("; "),
+                    "applied; part of it takes effect only when the proxy restarts"
+                );
+            }
+            Outcome::Applied
+        }
+        Answer::Invalid(errors) => Outcome::Rejected(errors),
     }
 }
 
@@ -272,7 +307,7 @@ pub async fn run(
         // With peers, every version (at startup too: a restarted watcher
         // re-derives a halt from its peers) passes the gate; without, a new
         // version waits this pod's delay.
-        let content = match (&mut rollout, staggered) {
+        let (content, gated) = match (&mut rollout, staggered) {
             (Some(rollout), _) => {
                 match rollout
                     .wait(
@@ -288,7 +323,7 @@ pub async fn run(
                     )
                     .await
                 {
-                    GateResult::Go(content) => content,
+                    GateResult::Go { content, effective } => (content, effective),
                     GateResult::Superseded(c) => {
                         metrics.swap_seen(&c.digest, c.data_dir.as_deref());
                         next = Some((c, Trigger::Config));
@@ -305,26 +340,35 @@ pub async fn run(
                     }
                 }
             }
-            (None, true) => wait_turn(&settings, &heartbeat, &mut rx, content).await,
-            (None, false) => content,
+            (None, true) => (
+                wait_turn(&settings, &heartbeat, &mut rx, content).await,
+                None,
+            ),
+            (None, false) => (content, None),
         };
         heartbeat.beat();
         let events = events.as_ref();
-        let outcome = apply(
+        let (outcome, about) = apply(
             &client,
             &metrics,
             &content,
             settings.retry_deadline,
             &mut rx,
             &mut referenced,
-            in_sync.as_deref(),
+            Effective {
+                in_sync: in_sync.as_deref(),
+                gated: gated.as_deref(),
+            },
         )
         .await;
         // The files named by the proxy's answers count from here on.
-        let seen = referenced.effective(&content);
+        let seen = about.unwrap_or_else(|| referenced.effective(&content));
         match outcome {
             Outcome::Applied | Outcome::Unchanged => {
                 rejected = None;
+                // What the proxy was found to run, not the files read now:
+                // they may have changed since, and that change is still to
+                // be applied (through the gate).
                 in_sync = Some(seen);
             }
             Outcome::Rejected(_) if rejected.as_deref() == Some(seen.as_str()) => {
@@ -332,7 +376,7 @@ pub async fn run(
                 continue;
             }
             Outcome::Rejected(_) => rejected = Some(seen),
-            Outcome::Failed(_) | Outcome::Superseded => {}
+            Outcome::Failed(_) | Outcome::Superseded | Outcome::Regate => {}
         }
         match outcome {
             Outcome::Applied => {
@@ -381,6 +425,10 @@ pub async fn run(
                 let c = rx.borrow_and_update().clone();
                 metrics.swap_seen(&c.digest, c.data_dir.as_deref());
                 next = Some((c, Trigger::Config));
+            }
+            Outcome::Regate => {
+                tracing::info!(version = %content.digest, "the referenced files changed again after the rollout gate opened; back to the gate");
+                next = Some((content, Trigger::Files));
             }
         }
         first = false;

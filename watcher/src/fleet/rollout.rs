@@ -37,7 +37,15 @@ pub struct FleetSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateResult {
     /// Validate and reload this content now.
-    Go(Content),
+    Go {
+        /// The content.
+        content: Content,
+        /// When the rollout is of referenced files that changed under the
+        /// configuration in force, the effective version the gate opened
+        /// for: files that changed again since are not what the peers ran,
+        /// and go back to the gate (see [`crate::run::apply`]).
+        effective: Option<String>,
+    },
     /// A peer failed this version: nobody applies it.
     Halted {
         /// The peer that failed it.
@@ -144,7 +152,8 @@ impl Rollout {
                             }
                         }
                     }
-                    return GateResult::Go(content);
+                    let effective = self.target.as_ref().and_then(|t| t.effective.clone());
+                    return GateResult::Go { content, effective };
                 }
                 Ok((Decision::Halt { instance, cause }, _)) => {
                     let id = self.target_id(&content);

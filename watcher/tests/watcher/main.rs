@@ -1,7 +1,9 @@
 //! The watcher library's integration tests, one binary: Kubernetes Events
 //! against a recorded API-server interaction, and the per-pod wait with
-//! paused time. The watcher as a process, with the real proxy, is tested in
+//! paused time, and `apply` against a real proxy when files change after
+//! the rollout gate opened. The watcher as a process, with the real proxy, is tested in
 //! `tests/e2e` (`watcher` module).
 
 mod events;
+mod regate;
 mod schedule;
