@@ -1,6 +1,6 @@
 """Produces and consumes continuously until stdin closes, then reports JSON.
 
-usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE]
+usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE] [--verify BROKER]
 
 With --ca, both clients speak TLS and verify the server against CA_FILE.
 
@@ -9,8 +9,13 @@ producing (one message every 2 ms, acks=all) and consuming with a consumer
 group. When stdin closes it flushes, reads until every acknowledged message is
 seen (at most 30 s) and prints one JSON line:
 {"acked", "consumed", "lost", "duplicates", "errors" (the first ten),
-"error_count", "disconnects"}.
+"error_count", "disconnects", "skipped_by_group", "missing_from_log"}.
 "disconnects" counts librdkafka's own reports of a broken or refused connection.
+When acknowledged messages were never consumed ("lost"), a fresh reader with no
+group reads the whole topic, from BROKER when --verify names one (the broker
+itself, not the proxy), else through BOOTSTRAP: "missing_from_log" counts those
+it does not find either (the broker did not keep them), "skipped_by_group"
+those it finds (the log has them, the group never got them).
 """
 import json
 import logging
@@ -18,11 +23,12 @@ import sys
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition, OFFSET_BEGINNING
 
 bootstrap, topic, group = sys.argv[1:4]
 idempotent = "--idempotent" in sys.argv
 ca = sys.argv[sys.argv.index("--ca") + 1] if "--ca" in sys.argv else None
+verify = sys.argv[sys.argv.index("--verify") + 1] if "--verify" in sys.argv else bootstrap
 
 
 class Counter(logging.Handler):
@@ -102,11 +108,45 @@ reader.join()
 consumer.close()
 with lock:
     lost = sorted(acked - seen, key=int)
+
+
+def in_the_log(keys):
+    """Which of `keys` a fresh reader (no group, every partition from the
+    start to its high watermark) finds in the topic."""
+    settings = dict(common, **{"bootstrap.servers": verify, "group.id": group + "-verify", "enable.auto.commit": False})
+    if verify != bootstrap:
+        settings.pop("security.protocol", None)
+        settings.pop("ssl.ca.location", None)
+    reader = Consumer(settings)
+    partitions = reader.list_topics(topic, timeout=10).topics[topic].partitions
+    ends = {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    found, done, until = set(), set(p for p, end in ends.items() if end == 0), time.time() + 30
+    while len(done) < len(ends) and time.time() < until:
+        msg = reader.poll(0.2)
+        if msg is None or msg.error():
+            continue
+        if msg.key().decode() in keys:
+            found.add(msg.key().decode())
+        if msg.offset() + 1 >= ends[msg.partition()]:
+            done.add(msg.partition())
+    reader.close()
+    return found
+
+
+# An acknowledged message the group never saw: is it in the log at all
+# (lost), or did the group's consumer skip it?
+found = in_the_log(set(lost)) if lost else set()
+skipped = sorted(found, key=int)
+missing = [k for k in lost if k not in found]
 print(json.dumps({
     "acked": len(acked),
     "consumed": len(seen),
     "lost": len(lost),
     "lost_sample": lost[:10],
+    "skipped_by_group": len(skipped),
+    "skipped_sample": skipped[:10],
+    "missing_from_log": len(missing),
     "duplicates": dupes[0],
     "errors": errors[:10],
     "error_count": len(errors),

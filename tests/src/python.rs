@@ -161,6 +161,15 @@ impl Steady {
         Self::start_command(cmd)
     }
 
+    /// Like [`Steady::start`] (idempotent), and when acknowledged messages
+    /// go unconsumed, the report says which of them `broker` itself still
+    /// has (`skipped_by_group`) and which it does not (`missing_from_log`).
+    pub fn start_verified(bootstrap: &str, topic: &str, group: &str, broker: &str) -> Steady {
+        let mut cmd = command("steady.py");
+        cmd.args([bootstrap, topic, group, "--idempotent", "--verify", broker]);
+        Self::start_command(cmd)
+    }
+
     /// Starts it speaking TLS to `bootstrap`, verifying against `ca`.
     pub fn start_tls(bootstrap: &str, topic: &str, group: &str, ca: &std::path::Path) -> Steady {
         let mut cmd = command("steady.py");

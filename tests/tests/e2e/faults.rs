@@ -130,8 +130,17 @@ fn a_broker_endpoint_killed_and_restarted_mid_stream_loses_nothing() {
 
 /// librdkafka's request-error injection: the errors a leader change causes,
 /// then real leader moves. The proxy forwards the errors untouched, learns
-/// the new leaders from the metadata the clients fetch again, and nothing
-/// acknowledged is lost.
+/// the new leaders from the metadata the clients fetch again, and every
+/// acknowledged message the broker kept reaches the consumer group.
+///
+/// The mock itself does not keep every acknowledged message across these
+/// leader moves: with the clients connected to it directly, no proxy, an
+/// acknowledged message was missing from the log (read afresh, every
+/// partition from the start) in 2 of 26 runs on a loaded machine. So a
+/// message the group never got counts against the proxy only when the
+/// broker still has it (`skipped_by_group`, read from the broker directly,
+/// not through the proxy). Before, the test asserted `lost == 0` and failed
+/// so, once in CI (FLAKY) and 1 run in 8 here under load.
 #[test]
 fn injected_request_errors_and_leader_moves_are_survived_through_the_proxy() {
     const PRODUCE: i16 = 0;
@@ -143,7 +152,12 @@ fn injected_request_errors_and_leader_moves_are_survived_through_the_proxy() {
     let base = ports(4);
     let mut proxy = proxy_for(&mock, base);
     proxy.allow("connection closed");
-    let clients = Steady::start(&format!("127.0.0.1:{base}"), "moves", "moves-group", true);
+    let clients = Steady::start_verified(
+        &format!("127.0.0.1:{base}"),
+        "moves",
+        "moves-group",
+        &mock.brokers[0],
+    );
     let metadata = "sluice_rewrites_total{cluster=\"m\",api=\"Metadata\"}";
     let produce = "sluice_requests_total{cluster=\"m\",api=\"Produce\"}";
     let before = proxy.metric(metadata);
@@ -160,7 +174,8 @@ fn injected_request_errors_and_leader_moves_are_survived_through_the_proxy() {
     let produced = proxy.metric(produce);
     proxy.wait_for_metric(produce, produced + 50.0, SECONDS_30);
     let report = clients.finish();
-    assert_eq!(report["lost"], 0, "{report}");
+    assert_eq!(report["skipped_by_group"], 0, "{report}");
+    assert_eq!(report["lost"], report["missing_from_log"], "{report}");
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
     assert_eq!(proxy.get("/admin/health").status, 200);
     let closed =
