@@ -44,7 +44,10 @@ for i in range(count):
     producer.poll(0)
 producer.flush(30)
 
-consumer = Consumer(dict(conf, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+# tansu answers a JoinGroup after half the session timeout: 22.5 s at
+# librdkafka's default of 45 s, 5 s at 10 s.
+consumer = Consumer(dict(conf, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "session.timeout.ms": 10000}))
 consumer.subscribe([topic])
 seen = []
 deadline = time.time() + 60

@@ -29,6 +29,8 @@ fn pair<'a>(cert: &'a Leaf, key: &'a Leaf) -> [(&'static str, &'a [u8]); 2] {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
+    // As main does: one crypto provider, before any TLS-capable client.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = Ca::new("regate");
     let (first, second, third) = (
         ca.server("regate", 1),
