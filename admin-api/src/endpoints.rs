@@ -38,5 +38,12 @@ pub const METRICS: &str = "/metrics";
 /// reload unknowingly. The version may be quoted, as an ETag is.
 pub const IF_MATCH: &str = "If-Match";
 
+/// Request header of [`RELOAD`]: apply only when the configuration with its
+/// referenced files, as the proxy reads them for this reload, has this
+/// effective version (412 otherwise). The watcher sends it for a rollout of
+/// renewed files, so that a file that changed again after the rollout gate
+/// opened is never applied ahead of the canary.
+pub const IF_EFFECTIVE_MATCH: &str = "If-Effective-Match";
+
 /// Content type of [`CONFIG`]'s answer.
 pub const YAML: &str = "application/yaml";

@@ -157,6 +157,19 @@ impl ReloadAnswer {
         })
     }
 
+    /// 412 for [`crate::endpoints::IF_EFFECTIVE_MATCH`]: the referenced
+    /// files, as read for this reload, have effective version `found`.
+    pub fn effective_precondition_failed(config_version: String, found: &str) -> ReloadAnswer {
+        ReloadAnswer::PreconditionFailed(ReloadNotApplied {
+            success: false,
+            error: format!(
+                "If-Effective-Match does not name the referenced files as read now (effective version {found})"
+            ),
+            config_version,
+            upstream_check: Vec::new(),
+        })
+    }
+
     /// 500.
     pub fn failed(
         error: String,

@@ -40,7 +40,7 @@ mod status;
 mod tests;
 pub mod validate;
 
-pub use reload::ReloadOutcome;
+pub use reload::{Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
 /// Writes an applied configuration somewhere a restart finds it (`run

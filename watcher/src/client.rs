@@ -80,9 +80,10 @@ impl ProxyClient {
         &self.base
     }
 
-    /// `POST /admin/config/validate`: the answer, and the files the
-    /// configuration references (named in valid and invalid answers alike).
-    pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
+    /// `POST /admin/config/validate`: the answer, the files the
+    /// configuration references (named in valid and invalid answers alike),
+    /// and the effective version as the proxy read them.
+    pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
         let (status, body) = send(
             self.request(reqwest::Method::POST, endpoints::VALIDATE)
                 .body(bytes.to_vec()),
@@ -91,13 +92,23 @@ impl ProxyClient {
         validate_answer(status, &body)
     }
 
-    /// `POST /admin/config/reload`, only on top of `if_match` when given.
-    pub async fn reload(&self, bytes: &[u8], if_match: Option<&str>) -> Result<Answer, CallError> {
+    /// `POST /admin/config/reload`, only on top of `if_match` when given,
+    /// and only with referenced files of effective version `if_effective`
+    /// when given.
+    pub async fn reload(
+        &self,
+        bytes: &[u8],
+        if_match: Option<&str>,
+        if_effective: Option<&str>,
+    ) -> Result<Answer, CallError> {
         let mut r = self
             .request(reqwest::Method::POST, endpoints::RELOAD)
             .body(bytes.to_vec());
         if let Some(v) = if_match {
             r = r.header(endpoints::IF_MATCH, v);
+        }
+        if let Some(v) = if_effective {
+            r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
         }
         let (status, body) = send(r).await?;
         reload_answer(status, &body)
@@ -125,7 +136,7 @@ fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
         .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
 }
 
-fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>), CallError> {
+fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
     match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
         ValidateAnswer::Valid(valid) => Ok((
             Answer::Accepted {
@@ -133,10 +144,13 @@ fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>), Ca
                 clusters_failed: Vec::new(),
             },
             valid.files,
+            valid.effective_version,
         )),
-        ValidateAnswer::Invalid(invalid) => {
-            Ok((Answer::Invalid(lines(&invalid.errors)), invalid.files))
-        }
+        ValidateAnswer::Invalid(invalid) => Ok((
+            Answer::Invalid(lines(&invalid.errors)),
+            invalid.files,
+            invalid.effective_version,
+        )),
     }
 }
 
@@ -234,7 +248,11 @@ mod tests {
         let rejected = rejected.referencing(vec!["ca.pem".into()], "sha256:e".into());
         assert_eq!(
             validate_answer(400, &body!(rejected)),
-            Ok((lines.clone(), vec!["ca.pem".to_owned()]))
+            Ok((
+                lines.clone(),
+                vec!["ca.pem".to_owned()],
+                "sha256:e".to_owned()
+            ))
         );
         let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
@@ -245,7 +263,7 @@ mod tests {
         };
         assert_eq!(
             validate_answer(200, &body!(valid)),
-            Ok((accepted, Vec::new()))
+            Ok((accepted, Vec::new(), String::new()))
         );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {

@@ -114,13 +114,17 @@ pub async fn apply(
                     return Ok(Err((Outcome::Regate, None)));
                 }
             }
-            let (answer, files) = client.validate(bytes).await?;
+            let (answer, files, proxy_read) = client.validate(bytes).await?;
             referenced.set(files);
             let validated = referenced.effective(content);
             if let Answer::Invalid(errors) = answer {
                 return Ok(Err((Outcome::Rejected(errors), Some(validated))));
             }
-            Ok::<_, CallError>(Ok((current, validated)))
+            // A rollout of files: the reload applies them only as the proxy
+            // validated them (a change since answers 412: back to the gate).
+            let files_only = current == content.digest && gated.is_some();
+            let if_effective = files_only.then_some(proxy_read);
+            Ok::<_, CallError>(Ok((current, validated, if_effective)))
         };
         let checked = tokio::select! {
             r = checks => r,
@@ -128,7 +132,10 @@ pub async fn apply(
         };
         let reason = match checked {
             Ok(Err(done)) => return done,
-            Ok(Ok((current, validated))) => match client.reload(bytes, Some(&current)).await {
+            Ok(Ok((current, validated, if_effective))) => match client
+                .reload(bytes, Some(&current), if_effective.as_deref())
+                .await
+            {
                 Ok(answer) => {
                     return (reloaded(content, answer), Some(validated));
                 }

@@ -76,9 +76,14 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         ReloadOutcome::Rejected { version, errors } => {
             ReloadAnswer::rejected(version.to_string(), problems(errors))
         }
-        ReloadOutcome::PreconditionFailed { current } => {
-            ReloadAnswer::precondition_failed(current.to_string())
-        }
+        ReloadOutcome::PreconditionFailed {
+            current,
+            effective: None,
+        } => ReloadAnswer::precondition_failed(current.to_string()),
+        ReloadOutcome::PreconditionFailed {
+            current,
+            effective: Some(found),
+        } => ReloadAnswer::effective_precondition_failed(current.to_string(), &found),
         ReloadOutcome::Failed {
             reason,
             current,

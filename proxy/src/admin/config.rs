@@ -15,6 +15,7 @@ use sluice_admin_api::{ConfigStatus, endpoints};
 use super::auth::authorize;
 use super::error::ApiError;
 use super::{AppState, MAX_BODY_BYTES, answer};
+use crate::engine::Preconditions;
 
 fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|e| match e {
@@ -65,14 +66,24 @@ pub(super) async fn reload(
 ) -> Result<Response, ApiError> {
     check_caller(&s, peer, &headers)?;
     let bytes = body(raw)?;
-    let if_match = headers
-        .get(endpoints::IF_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().trim_matches('"').to_owned());
+    let precondition = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().trim_matches('"').to_owned())
+    };
+    let if_match = precondition(endpoints::IF_MATCH);
+    let if_effective = precondition(endpoints::IF_EFFECTIVE_MATCH);
     let engine = Arc::clone(&s.engine);
-    let outcome = tokio::task::spawn_blocking(move || engine.reload(&bytes, if_match.as_deref()))
-        .await
-        .map_err(|_| ApiError::Internal)?;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let pre = Preconditions {
+            config: if_match.as_deref(),
+            effective: if_effective.as_deref(),
+        };
+        engine.reload_if(&bytes, pre)
+    })
+    .await
+    .map_err(|_| ApiError::Internal)?;
     let answer = answer::reload(outcome);
     Ok((answer::status(answer.status()), Json(answer)).into_response())
 }

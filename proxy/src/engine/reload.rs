@@ -25,8 +25,8 @@ use crate::dataplane::cluster::Tls;
 mod outcome;
 mod report;
 
-pub use outcome::ReloadOutcome;
 use outcome::upstream_failed;
+pub use outcome::{Preconditions, ReloadOutcome};
 use report::restart_required;
 
 /// How long a reload waits for the ports it released to be free.
@@ -62,9 +62,18 @@ impl Engine {
     /// is the version in force; once applied, persists them (see
     /// [`Engine::set_persist`]) before answering.
     pub fn reload(self: &Arc<Self>, bytes: &[u8], if_match: Option<&str>) -> ReloadOutcome {
+        let pre = Preconditions {
+            config: if_match,
+            effective: None,
+        };
+        self.reload_if(bytes, pre)
+    }
+
+    /// Like [`Engine::reload`], under every precondition `pre` names.
+    pub fn reload_if(self: &Arc<Self>, bytes: &[u8], pre: Preconditions<'_>) -> ReloadOutcome {
         match self.reload_with(
             || Ok::<_, std::convert::Infallible>(Cow::Borrowed(bytes)),
-            if_match,
+            pre,
         ) {
             Ok(outcome) => outcome,
             Err(never) => match never {},
@@ -79,13 +88,13 @@ impl Engine {
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Vec<u8>, E>,
     ) -> Result<ReloadOutcome, E> {
-        self.reload_with(|| read().map(Cow::Owned), None)
+        self.reload_with(|| read().map(Cow::Owned), Preconditions::default())
     }
 
     fn reload_with<'b, E>(
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Cow<'b, [u8]>, E>,
-        if_match: Option<&str>,
+        pre: Preconditions<'_>,
     ) -> Result<ReloadOutcome, E> {
         let at = SystemTime::now();
         let start = Instant::now();
@@ -103,7 +112,7 @@ impl Engine {
             Err(since) => (ReloadOutcome::Busy { since }, None),
             Ok(slot) => {
                 let bytes = read()?;
-                let outcome = self.reload_exclusive(&bytes, if_match, start, &slot);
+                let outcome = self.reload_exclusive(&bytes, pre, start, &slot);
                 if let (ReloadOutcome::Applied { .. }, Some(persist)) =
                     (&outcome, self.persist.get())
                 {
@@ -149,7 +158,7 @@ impl Engine {
     fn reload_exclusive(
         self: &Arc<Self>,
         bytes: &[u8],
-        if_match: Option<&str>,
+        pre: Preconditions<'_>,
         start: Instant,
         slot: &Slot<'_>,
     ) -> ReloadOutcome {
@@ -159,11 +168,12 @@ impl Engine {
                 current: current.version,
             };
         }
-        if let Some(expected) = if_match
+        if let Some(expected) = pre.config
             && expected != current.version.as_str()
         {
             return ReloadOutcome::PreconditionFailed {
                 current: current.version,
+                effective: None,
             };
         }
         let new = match validate(bytes, &*self.files) {
@@ -175,6 +185,14 @@ impl Engine {
                 };
             }
         };
+        if let Some(expected) = pre.effective
+            && expected != new.referenced.effective_version
+        {
+            return ReloadOutcome::PreconditionFailed {
+                current: current.version,
+                effective: Some(new.referenced.effective_version.clone()),
+            };
+        }
         let changes = diff(&current.config, &new.config);
         slot.at(ReloadStage::UpstreamCheck);
         if let Err(failed) = check::upstreams(&new.config, &changes) {

@@ -43,7 +43,7 @@ pub enum GateResult {
         /// When the rollout is of referenced files that changed under the
         /// configuration in force, the effective version the gate opened
         /// for: files that changed again since are not what the peers ran,
-        /// and go back to the gate (see [`crate::run::apply`]).
+        /// and go back to the gate (see `run::apply`).
         effective: Option<String>,
     },
     /// A peer failed this version: nobody applies it.

@@ -3,7 +3,8 @@
 //! peers ran. With a real proxy and a real Secret-style volume: `apply`
 //! given the effective version the gate opened for sends nothing when the
 //! files changed since (back to the gate), where without a gate the same call
-//! validates them at once. (Before, `apply` had no such check: a watcher
+//! validates them at once; and a reload names the files as validated, so a
+//! change between the validate and the reload is refused. (Before, `apply` had no such check: a watcher
 //! whose gate opened for the files in force validated a mismatched pair that
 //! arrived meanwhile, ahead of the canary: the fleet renewal test failed so
 //! in CI.)
@@ -12,7 +13,7 @@ use sluice_testkit::certs::{Ca, Leaf};
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_testkit::volume::Volume;
-use sluice_watcher::client::ProxyClient;
+use sluice_watcher::client::{Answer, CallError, ProxyClient};
 use sluice_watcher::metrics::Metrics;
 use sluice_watcher::referenced::Referenced;
 use sluice_watcher::run::{Effective, Outcome, apply};
@@ -112,4 +113,28 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     assert_eq!(outcome, Outcome::Applied);
     assert_eq!(about.as_deref(), Some(renewed.as_str()));
     assert_eq!(proxy.status().effective_version, renewed);
+
+    // Files that change between the validate and the reload: the reload
+    // names the files as validated (If-Effective-Match) and is refused.
+    let bytes = content.bytes.as_deref().expect("bytes");
+    let (_, _, validated) = client.validate(bytes).await.expect("validate");
+    assert_eq!(validated, renewed);
+    secret.swap_files(&pair(&third, &third));
+    let refused = client
+        .reload(bytes, Some(&content.digest), Some(&validated))
+        .await;
+    assert!(
+        matches!(&refused, Err(CallError::Retry(e)) if e.contains("If-Effective-Match")),
+        "{refused:?}"
+    );
+    assert_eq!(proxy.status().effective_version, renewed, "nothing applied");
+    let (_, _, now) = client.validate(bytes).await.expect("validate");
+    let applied = client
+        .reload(bytes, Some(&content.digest), Some(&now))
+        .await;
+    assert!(
+        matches!(applied, Ok(Answer::Accepted { .. })),
+        "{applied:?}"
+    );
+    assert_eq!(proxy.status().effective_version, now);
 }

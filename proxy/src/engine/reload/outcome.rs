@@ -7,6 +7,17 @@ use sluice_admin_api::UpstreamCheckFailure;
 use crate::config::{ConfigDiff, ConfigError, ConfigVersion};
 use crate::dataplane::check::CheckFailed;
 
+/// What a reload must find to apply: the admin API's `If-Match` and
+/// `If-Effective-Match`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Preconditions<'a> {
+    /// The configuration version that must be in force.
+    pub config: Option<&'a str>,
+    /// The effective version the bytes sent must have with their referenced
+    /// files as read for this reload.
+    pub effective: Option<&'a str>,
+}
+
 /// How a reload ended.
 #[derive(Debug, Clone)]
 pub enum ReloadOutcome {
@@ -40,10 +51,14 @@ pub enum ReloadOutcome {
         /// Every error.
         errors: Vec<ConfigError>,
     },
-    /// `If-Match` named a version other than the one in force.
+    /// `If-Match` named a version other than the one in force, or
+    /// `If-Effective-Match` an effective version other than that of the
+    /// bytes sent with their files as read now.
     PreconditionFailed {
         /// The version in force.
         current: ConfigVersion,
+        /// For `If-Effective-Match`: the effective version found.
+        effective: Option<String>,
     },
     /// Preparing failed (a port taken, say), or the upstream check did;
     /// nothing was touched.

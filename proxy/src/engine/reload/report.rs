@@ -36,12 +36,15 @@ impl Engine {
                 Touched::default(),
                 Some(format!("configuration invalid: {} errors", errors.len())),
             ),
-            ReloadOutcome::PreconditionFailed { current } => (
+            ReloadOutcome::PreconditionFailed { current, effective } => (
                 ReloadResult::PreconditionFailed,
                 Touched::default(),
-                Some(format!(
-                    "If-Match does not match the version in force ({current})"
-                )),
+                Some(match effective {
+                    None => format!("If-Match does not match the version in force ({current})"),
+                    Some(found) => format!(
+                        "If-Effective-Match does not match the referenced files as read now ({found})"
+                    ),
+                }),
             ),
             ReloadOutcome::Failed { reason, .. } => (
                 ReloadResult::Failed,
