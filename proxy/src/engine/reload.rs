@@ -24,32 +24,15 @@ use crate::dataplane::cluster::Tls;
 
 mod outcome;
 mod report;
+mod slot;
 
 use outcome::upstream_failed;
 pub use outcome::{Preconditions, ReloadOutcome};
 use report::restart_required;
+use slot::Slot;
 
 /// How long a reload waits for the ports it released to be free.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Holds the one-reload-at-a-time slot and says which step the reload is
-/// at; frees the slot and wakes whoever waits for it when dropped.
-struct Slot<'a>(&'a Engine);
-
-impl Slot<'_> {
-    fn at(&self, stage: ReloadStage) {
-        if let Some((_, s)) = self.0.running().as_mut() {
-            *s = stage;
-        }
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        *self.0.running() = None;
-        self.0.reload_ended.notify_waiters();
-    }
-}
 
 impl Engine {
     fn running(&self) -> std::sync::MutexGuard<'_, Option<(SystemTime, ReloadStage)>> {
