@@ -64,7 +64,10 @@ fn mechanism_and_node_changes_start_a_new_generation() {
     let plain = SASL.replace("SCRAM-SHA-256", "PLAIN");
     let nodes = "      nodes: [{ id: 0, address: \"kafka-0:9092\" }]\n";
     let f = files(PASSWORD);
-    let d = diff(&parse(&yaml(SASL), &f), &parse(&yaml(&format!("{plain}{nodes}")), &f));
+    let d = diff(
+        &parse(&yaml(SASL), &f),
+        &parse(&yaml(&format!("{plain}{nodes}")), &f),
+    );
     assert_eq!(d.modified.len(), 1, "{d:?}");
     assert_eq!(
         d.modified[0].reasons,
@@ -83,7 +86,9 @@ fn plain_without_upstream_tls_is_accepted_with_a_warning() {
     let f = files(PASSWORD);
     assert_eq!(
         warnings(&parse(&yaml(&plain), &f)),
-        ["virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"]
+        [
+            "virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"
+        ]
     );
     let with_tls = format!("      tls: {{}}\n{plain}");
     assert!(warnings(&parse(&yaml(&with_tls), &f)).is_empty());
@@ -98,7 +103,9 @@ fn a_bad_secret_file_is_named_without_its_content() {
     let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
-        ["5:75: virtualClusters[0].upstream.sasl.passwordFile: \"pass\" must hold the password on one line of UTF-8 text"]
+        [
+            "5:75: virtualClusters[0].upstream.sasl.passwordFile: \"pass\" must hold the password on one line of UTF-8 text"
+        ]
     );
 }
 
