@@ -269,7 +269,9 @@ async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, Upstrea
 /// Whether the broker hung up on a request (what a SASL listener does to a
 /// request sent before authentication).
 pub(crate) fn hung_up(e: &str) -> bool {
-    e.contains("early eof") || e.contains("reset") || e.contains("broken pipe")
+    ["eof", "end of file", "reset", "broken pipe"]
+        .iter()
+        .any(|sign| e.contains(sign))
 }
 
 /// Where the proxy's own conversation with a broker went wrong.
