@@ -11,7 +11,6 @@ use std::time::Duration;
 use sluice_testkit::ports::port;
 use sluice_testkit::process::Proc;
 
-
 /// The SCRAM user every [`ScramTansu`] has.
 pub const USER: &str = "sluice-client";
 /// Its password.

@@ -1,0 +1,145 @@
+//! The proxy's own lookup on a SASL cluster: a fresh proxy (it has learned
+//! no broker yet, as after a restart or a rolling upgrade) and a client
+//! whose first connection is to a broker port.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+use sluice_tests::kafka::Conn;
+use sluice_tests::peers::TANSU_NODE_ID;
+use sluice_tests::sasl::{PASSWORD, ScramTansu};
+
+use super::{PROXY_PASSWORD, PROXY_USER, assert_round_trip, config, round_trip};
+
+const AUTH_CLOSED: &str =
+    "sluice_connections_closed_on_error_total{cluster=\"orders\",reason=\"upstream_auth\"}";
+
+/// A broker with the proxy's user, a fresh proxy in front of it with
+/// `upstream_extra` (credential files written beside its configuration).
+fn fresh(upstream_extra: &str, proxy_password: &str) -> (ScramTansu, Proxy, u16) {
+    let broker = ScramTansu::start(&[(PROXY_USER, PROXY_PASSWORD)], &[("orders", 1)], None);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("username"), format!("{PROXY_USER}\n")).unwrap();
+    std::fs::write(dir.path().join("password"), format!("{proxy_password}\n")).unwrap();
+    let base = ports(2);
+    let extra = upstream_extra.replace("{broker}", &broker.addr);
+    let proxy = Proxy::start_in(dir, &config("orders", &broker.addr, base, &extra, ""));
+    (broker, proxy, base)
+}
+
+const SASL: &str =
+    "      sasl: { mechanism: SCRAM-SHA-512, usernameFile: username, passwordFile: password }\n";
+
+/// A raw client on the broker port: the proxy closes it once its lookup fails.
+fn refused_on_broker_port(base: u16) {
+    let mut conn = Conn::connect(&format!("127.0.0.1:{}", base + 1));
+    conn.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert!(
+        conn.closed_within(Duration::from_secs(20)),
+        "the proxy kept a broker-port connection it could not route"
+    );
+}
+
+#[test]
+fn with_upstream_sasl_a_client_starting_on_a_broker_port_produces() {
+    let (_broker, proxy, base) = fresh(SASL, PROXY_PASSWORD);
+    let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 100, &[]);
+    assert_round_trip(&report, 100, base + 1);
+    assert_eq!(proxy.metric(AUTH_CLOSED), 0.0);
+    proxy.assert_clean_logs();
+}
+
+#[test]
+fn with_upstream_nodes_a_client_starting_on_a_broker_port_produces() {
+    let nodes = format!("      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{{broker}}\" }}]\n");
+    let (_broker, proxy, base) = fresh(&nodes, PROXY_PASSWORD);
+    let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 100, &[]);
+    assert_round_trip(&report, 100, base + 1);
+    assert_eq!(proxy.metric(AUTH_CLOSED), 0.0);
+    proxy.assert_clean_logs();
+}
+
+#[test]
+fn with_neither_the_lookup_fails_naming_sasl_and_both_ways_out() {
+    let (_broker, mut proxy, base) = fresh("", PROXY_PASSWORD);
+    proxy.allow("the upstream refused the proxy's own lookup");
+    refused_on_broker_port(base);
+    proxy.wait_for_metric(AUTH_CLOSED, 1.0, Duration::from_secs(10));
+    let line = proxy.wait_for_log("requires SASL authentication", Duration::from_secs(10));
+    for needle in [
+        "virtual cluster orders",
+        "upstream.sasl",
+        "upstream.nodes",
+        "WARN",
+    ] {
+        assert!(line.contains(needle), "{needle:?} missing from {line}");
+    }
+    proxy.assert_clean_logs();
+}
+
+#[test]
+fn wrong_credentials_are_named_never_shown_and_a_rotated_password_applies() {
+    let wrong = "wrong-password-c4f1e2";
+    let (_broker, mut proxy, base) = fresh(SASL, wrong);
+    proxy.allow("the upstream refused the proxy's own lookup");
+    proxy.allow("upstream check failed");
+    proxy.allow("reload failed");
+    refused_on_broker_port(base);
+    proxy.wait_for_metric(AUTH_CLOSED, 1.0, Duration::from_secs(10));
+    let line = proxy.wait_for_log(
+        "authentication of the proxy's own connection",
+        Duration::from_secs(10),
+    );
+    for needle in ["virtual cluster orders", "SASL SCRAM-SHA-512"] {
+        assert!(line.contains(needle), "{needle:?} missing from {line}");
+    }
+
+    // A reload's upstream check authenticates too: a new cluster with the
+    // same wrong credentials fails it, with nothing changed.
+    let before = proxy.version();
+    let yaml = std::fs::read_to_string(&proxy.config).unwrap();
+    let second = config("second", &_broker.addr, ports(2), SASL, "");
+    let second = &second[second.find("  - name: second").unwrap()..];
+    let failed = proxy.reload(&format!("{yaml}{second}"));
+    assert_eq!(failed.status, 500, "{}", failed.body);
+    assert!(
+        failed
+            .body
+            .contains("SASL SCRAM-SHA-512 authentication of the proxy failed"),
+        "{}",
+        failed.body
+    );
+    assert_eq!(proxy.version(), before);
+
+    // The password is nowhere: logs, status, clusters, metrics, the
+    // configuration served back, the failed reload's answer.
+    let mut seen = proxy.logs().join("\n");
+    for path in [
+        "/admin/config/status",
+        "/admin/clusters",
+        "/metrics",
+        "/admin/config",
+    ] {
+        seen.push_str(&proxy.get(path).body);
+    }
+    seen.push_str(&failed.body);
+    for secret in [wrong, PROXY_PASSWORD, PASSWORD] {
+        assert!(!seen.contains(secret), "the password {secret:?} leaked");
+    }
+
+    // The right password, rotated in by a reload of the same bytes: the
+    // check authenticates with it, the running generation takes it (no
+    // drain), and the broker port works.
+    let generation = proxy.clusters().clusters[0].generation;
+    std::fs::write(proxy.dir().join("password"), PROXY_PASSWORD).unwrap();
+    let applied = proxy.reload(&yaml);
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    assert_eq!(proxy.clusters().clusters[0].generation, generation);
+    let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 50, &[]);
+    assert_round_trip(&report, 50, base + 1);
+    let seen = proxy.logs().join("\n");
+    assert!(!seen.contains(PROXY_PASSWORD), "the new password leaked");
+    proxy.assert_clean_logs();
+}
