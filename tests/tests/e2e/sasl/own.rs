@@ -82,7 +82,7 @@ fn with_neither_the_lookup_fails_naming_sasl_and_both_ways_out() {
 #[test]
 fn wrong_credentials_are_named_never_shown_and_a_rotated_password_applies() {
     let wrong = "wrong-password-c4f1e2";
-    let (_broker, mut proxy, base) = fresh(SASL, wrong);
+    let (broker, mut proxy, base) = fresh(SASL, wrong);
     proxy.allow("the upstream refused the proxy's own lookup");
     proxy.allow("upstream check failed");
     proxy.allow("reload failed");
@@ -100,7 +100,7 @@ fn wrong_credentials_are_named_never_shown_and_a_rotated_password_applies() {
     // same wrong credentials fails it, with nothing changed.
     let before = proxy.version();
     let yaml = std::fs::read_to_string(&proxy.config).unwrap();
-    let second = config("second", &_broker.addr, ports(2), SASL, "");
+    let second = config("second", &broker.addr, ports(2), SASL, "");
     let second = &second[second.find("  - name: second").unwrap()..];
     let failed = proxy.reload(&format!("{yaml}{second}"));
     assert_eq!(failed.status, 500, "{}", failed.body);
