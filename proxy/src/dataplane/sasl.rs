@@ -242,7 +242,92 @@ fn scrubbed(text: String, credentials: &Credentials) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use bytes::BufMut;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
     use super::*;
+    use crate::config::files::FileRef;
+    use crate::config::tls::Loaded;
+
+    fn plain(password: &str) -> UpstreamSasl {
+        UpstreamSasl {
+            mechanism: SaslMechanism::Plain,
+            username_file: FileRef {
+                path: "user".into(),
+                digest: String::new(),
+            },
+            password_file: FileRef {
+                path: "pass".into(),
+                digest: String::new(),
+            },
+            credentials: Loaded(Arc::new(Some(Credentials {
+                username: "proxy".into(),
+                password: password.into(),
+            }))),
+        }
+    }
+
+    /// Reads one request frame: its correlation id and what follows the
+    /// header (client id included).
+    async fn request(peer: &mut DuplexStream) -> (i32, Vec<u8>) {
+        let len = peer.read_i32().await.unwrap() as usize;
+        let mut frame = vec![0u8; len];
+        peer.read_exact(&mut frame).await.unwrap();
+        let correlation = i32::from_be_bytes(frame[4..8].try_into().unwrap());
+        (correlation, frame[8..].to_vec())
+    }
+
+    async fn answer(peer: &mut DuplexStream, correlation: i32, body: &[u8]) {
+        let mut frame = Vec::new();
+        frame.put_i32(4 + body.len() as i32);
+        frame.put_i32(correlation);
+        frame.put_slice(body);
+        peer.write_all(&frame).await.unwrap();
+    }
+
+    /// A broker that accepts PLAIN and answers SaslAuthenticate with
+    /// `code` and `message`; returns the auth bytes it was sent.
+    async fn broker(mut peer: DuplexStream, code: i16, message: &str) -> Vec<u8> {
+        let (c, body) = request(&mut peer).await;
+        assert!(body.ends_with(b"\0\x05PLAIN"), "{body:?}");
+        answer(
+            &mut peer,
+            c,
+            &[0, 0, 0, 0, 0, 1, 0, 5, b'P', b'L', b'A', b'I', b'N'],
+        )
+        .await;
+        let (c, body) = request(&mut peer).await;
+        let mut reply = Vec::new();
+        reply.put_i16(code);
+        reply.put_i16(message.len() as i16);
+        reply.put_slice(message.as_bytes());
+        reply.put_i32(0);
+        reply.put_i64(0);
+        answer(&mut peer, c, &reply).await;
+        body[body.len() - 18..].to_vec()
+    }
+
+    #[tokio::test]
+    async fn plain_sends_the_rfc_4616_token_and_a_refusal_is_scrubbed() {
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let peer = tokio::spawn(broker(theirs, 0, "NONE"));
+        let mut io: BoxIo = Box::new(ours);
+        authenticate(&mut io, &plain("pw-4616")).await.unwrap();
+        // Its length (i32), then "\0proxy\0pw-4616".
+        assert_eq!(peer.await.unwrap(), b"\0\0\0\x0e\0proxy\0pw-4616");
+
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let peer = tokio::spawn(broker(theirs, 58, "bad password pw-4616"));
+        let mut io: BoxIo = Box::new(ours);
+        let e = authenticate(&mut io, &plain("pw-4616")).await.unwrap_err();
+        peer.await.unwrap();
+        assert_eq!(
+            e.to_string(),
+            "the broker refused the credentials (error code 58: bad password (password))"
+        );
+    }
 
     #[test]
     fn responses_are_read_within_their_bytes() {
