@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
+use sluice_testkit::http::Response;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::kafka::Conn;
@@ -42,6 +43,15 @@ fn refused_on_broker_port(base: u16) {
     );
 }
 
+/// A reload adding cluster `second` in front of the same broker, with
+/// `upstream_extra`: its upstream check runs first.
+fn add_second(proxy: &Proxy, broker: &str, upstream_extra: &str) -> Response {
+    let yaml = std::fs::read_to_string(&proxy.config).unwrap();
+    let second = config("second", broker, ports(2), upstream_extra, "");
+    let second = &second[second.find("  - name: second").unwrap()..];
+    proxy.reload(&format!("{yaml}{second}"))
+}
+
 #[test]
 fn with_upstream_sasl_a_client_starting_on_a_broker_port_produces() {
     let (_broker, proxy, base) = fresh(SASL, PROXY_PASSWORD);
@@ -54,17 +64,27 @@ fn with_upstream_sasl_a_client_starting_on_a_broker_port_produces() {
 #[test]
 fn with_upstream_nodes_a_client_starting_on_a_broker_port_produces() {
     let nodes = format!("      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{{broker}}\" }}]\n");
-    let (_broker, proxy, base) = fresh(&nodes, PROXY_PASSWORD);
+    let (broker, mut proxy, base) = fresh(&nodes, PROXY_PASSWORD);
     let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 100, &[]);
     assert_round_trip(&report, 100, base + 1);
     assert_eq!(proxy.metric(AUTH_CLOSED), 0.0);
+    // A reload's upstream check ends at ApiVersions, quietly: the brokers
+    // are listed.
+    let added = add_second(
+        &proxy,
+        &broker.addr,
+        &nodes.replace("{broker}", &broker.addr),
+    );
+    assert_eq!(added.status, 200, "{}", added.body);
+    proxy.wait_for_log("upstream.nodes lists the brokers", Duration::from_secs(10));
     proxy.assert_clean_logs();
 }
 
 #[test]
 fn with_neither_the_lookup_fails_naming_sasl_and_both_ways_out() {
-    let (_broker, mut proxy, base) = fresh("", PROXY_PASSWORD);
+    let (broker, mut proxy, base) = fresh("", PROXY_PASSWORD);
     proxy.allow("the upstream refused the proxy's own lookup");
+    proxy.allow("upstream check ended after ApiVersions");
     refused_on_broker_port(base);
     proxy.wait_for_metric(AUTH_CLOSED, 1.0, Duration::from_secs(10));
     let line = proxy.wait_for_log("requires SASL authentication", Duration::from_secs(10));
@@ -76,6 +96,18 @@ fn with_neither_the_lookup_fails_naming_sasl_and_both_ways_out() {
     ] {
         assert!(line.contains(needle), "{needle:?} missing from {line}");
     }
+    // A reload's upstream check passes at ApiVersions, with a warning that
+    // names both ways out.
+    let added = add_second(&proxy, &broker.addr, "");
+    assert_eq!(added.status, 200, "{}", added.body);
+    let warning = proxy.wait_for_log(
+        "upstream check ended after ApiVersions",
+        Duration::from_secs(10),
+    );
+    assert!(
+        warning.contains("without upstream.sasl or upstream.nodes"),
+        "{warning}"
+    );
     proxy.assert_clean_logs();
 }
 
@@ -100,9 +132,7 @@ fn wrong_credentials_are_named_never_shown_and_a_rotated_password_applies() {
     // same wrong credentials fails it, with nothing changed.
     let before = proxy.version();
     let yaml = std::fs::read_to_string(&proxy.config).unwrap();
-    let second = config("second", &broker.addr, ports(2), SASL, "");
-    let second = &second[second.find("  - name: second").unwrap()..];
-    let failed = proxy.reload(&format!("{yaml}{second}"));
+    let failed = add_second(&proxy, &broker.addr, SASL);
     assert_eq!(failed.status, 500, "{}", failed.body);
     assert!(
         failed
