@@ -7,10 +7,14 @@
 //! - `own`: a fresh proxy and a client whose first connection is to a
 //!   broker port: `upstream.sasl`, `upstream.nodes`, neither, and wrong
 //!   credentials (named, never shown, rotated by a reload)
+//! - `rotation`: a new password in a Secret-style volume, applied by the
+//!   watcher without a new generation
 //! - `reauth`: a second authentication on a live connection (KIP-368)
 //!   passes through
 
 use std::time::Duration;
+
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
 
 use sluice_tests::kafka::Conn;
 use sluice_tests::peers::TANSU_NODE_ID;
@@ -20,11 +24,27 @@ use sluice_tests::sasl::{MECHANISM, PASSWORD, USER};
 mod own;
 mod passthrough;
 mod reauth;
+mod rotation;
 
 /// The proxy's own SCRAM user, created on every broker of these tests.
 const PROXY_USER: &str = "sluice-proxy";
 /// Its password.
 const PROXY_PASSWORD: &str = "proxy-secret-93be71";
+
+/// Connections of cluster `orders` closed because the upstream refused the
+/// proxy's own lookup.
+const AUTH_CLOSED: &str =
+    "sluice_connections_closed_on_error_total{cluster=\"orders\",reason=\"upstream_auth\"}";
+
+/// A raw client on the broker port: the proxy closes it once its lookup fails.
+fn refused_on_broker_port(base: u16) {
+    let mut conn = Conn::connect(&format!("127.0.0.1:{}", base + 1));
+    conn.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert!(
+        conn.closed_within(Duration::from_secs(20)),
+        "the proxy kept a broker-port connection it could not route"
+    );
+}
 
 /// A configuration with one cluster `name` in front of `upstream`:
 /// bootstrap on `base`, tansu's one broker on `base + 1`; `upstream_extra`
@@ -69,9 +89,7 @@ fn assert_round_trip(report: &serde_json::Value, count: u32, broker_port: u16) {
 /// The broker answers ApiVersions but hangs up on Metadata before
 /// authentication: it really requires SASL.
 fn assert_requires_sasl(addr: &str) {
-    use kafka_protocol::messages::{
-        ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest,
-    };
+    use kafka_protocol::messages::{ApiVersionsResponse, MetadataRequest};
     let mut conn = Conn::connect(addr);
     let versions: ApiVersionsResponse =
         conn.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());

@@ -4,18 +4,16 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
 use sluice_testkit::http::Response;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::kafka::Conn;
 use sluice_tests::peers::TANSU_NODE_ID;
 use sluice_tests::sasl::{PASSWORD, ScramTansu};
 
-use super::{PROXY_PASSWORD, PROXY_USER, assert_round_trip, config, round_trip};
-
-const AUTH_CLOSED: &str =
-    "sluice_connections_closed_on_error_total{cluster=\"orders\",reason=\"upstream_auth\"}";
+use super::{
+    AUTH_CLOSED, PROXY_PASSWORD, PROXY_USER, assert_round_trip, config, refused_on_broker_port,
+    round_trip,
+};
 
 /// A broker with the proxy's user, a fresh proxy in front of it with
 /// `upstream_extra` (credential files written beside its configuration).
@@ -32,16 +30,6 @@ fn fresh(upstream_extra: &str, proxy_password: &str) -> (ScramTansu, Proxy, u16)
 
 const SASL: &str =
     "      sasl: { mechanism: SCRAM-SHA-512, usernameFile: username, passwordFile: password }\n";
-
-/// A raw client on the broker port: the proxy closes it once its lookup fails.
-fn refused_on_broker_port(base: u16) {
-    let mut conn = Conn::connect(&format!("127.0.0.1:{}", base + 1));
-    conn.send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
-    assert!(
-        conn.closed_within(Duration::from_secs(20)),
-        "the proxy kept a broker-port connection it could not route"
-    );
-}
 
 /// A reload adding cluster `second` in front of the same broker, with
 /// `upstream_extra`: its upstream check runs first.
