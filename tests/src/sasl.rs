@@ -52,11 +52,11 @@ pub struct ScramTansu {
 }
 
 impl ScramTansu {
-    /// Starts it with `users` (name, password) besides [`USER`] and `topics`
-    /// (name, partitions), advertising `advertised` when given (a TLS
-    /// terminator in front of it).
+    /// Starts it with `users` (name, password, `SCRAM-SHA-512` or
+    /// `SCRAM-SHA-256`) besides [`USER`] and `topics` (name, partitions),
+    /// advertising `advertised` when given (a TLS terminator in front of it).
     pub fn start(
-        users: &[(&str, &str)],
+        users: &[(&str, &str, &str)],
         topics: &[(&str, u32)],
         advertised: Option<&str>,
     ) -> ScramTansu {
@@ -64,11 +64,10 @@ impl ScramTansu {
         let addr = format!("127.0.0.1:{}", port());
         let broker = format!("tcp://{addr}");
         let mut open = Self::broker(&dir, &addr, advertised, false);
-        for (name, password) in [(USER, PASSWORD)].iter().chain(users) {
-            tansu(
-                &dir,
-                &["user", "create", name, password, "--broker", &broker],
-            );
+        for (name, password, mechanism) in [(USER, PASSWORD, MECHANISM)].iter().chain(users) {
+            let mechanism = mechanism.replace("SCRAM-SHA-", "scram");
+            let args = ["user", "create", name, password, "--broker", &broker];
+            tansu(&dir, &[&args[..], &["--mechanism", &mechanism]].concat());
         }
         for (topic, partitions) in topics {
             let partitions = partitions.to_string();

@@ -18,15 +18,23 @@ use super::{
 /// A broker with the proxy's user, a fresh proxy in front of it with
 /// `upstream_extra` (credential files written beside its configuration).
 fn fresh(upstream_extra: &str, proxy_password: &str) -> (ScramTansu, Proxy, u16) {
-    let broker = ScramTansu::start(&[(PROXY_USER, PROXY_PASSWORD)], &[("orders", 1)], None);
+    let users = [
+        (PROXY_USER, PROXY_PASSWORD, "SCRAM-SHA-512"),
+        (PROXY_USER_256, PROXY_PASSWORD, "SCRAM-SHA-256"),
+    ];
+    let broker = ScramTansu::start(&users, &[("orders", 1)], None);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("username"), format!("{PROXY_USER}\n")).unwrap();
+    std::fs::write(dir.path().join("username-256"), PROXY_USER_256).unwrap();
     std::fs::write(dir.path().join("password"), format!("{proxy_password}\n")).unwrap();
     let base = ports(2);
     let extra = upstream_extra.replace("{broker}", &broker.addr);
     let proxy = Proxy::start_in(dir, &config("orders", &broker.addr, base, &extra, ""));
     (broker, proxy, base)
 }
+
+/// A user of the proxy's with a SCRAM-SHA-256 credential.
+const PROXY_USER_256: &str = "sluice-proxy-256";
 
 const SASL: &str =
     "      sasl: { mechanism: SCRAM-SHA-512, usernameFile: username, passwordFile: password }\n";
@@ -45,6 +53,19 @@ fn with_upstream_sasl_a_client_starting_on_a_broker_port_produces() {
     let (_broker, proxy, base) = fresh(SASL, PROXY_PASSWORD);
     let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 100, &[]);
     assert_round_trip(&report, 100, base + 1);
+    assert_eq!(proxy.metric(AUTH_CLOSED), 0.0);
+    proxy.assert_clean_logs();
+}
+
+/// The proxy's own SCRAM-SHA-256 (its SHA-512 is the other tests').
+#[test]
+fn with_scram_sha_256_credentials_a_client_starting_on_a_broker_port_produces() {
+    let sasl = SASL
+        .replace("SHA-512", "SHA-256")
+        .replace("usernameFile: username", "usernameFile: username-256");
+    let (_broker, proxy, base) = fresh(&sasl, PROXY_PASSWORD);
+    let report = round_trip(&format!("127.0.0.1:{}", base + 1), "orders", 20, &[]);
+    assert_round_trip(&report, 20, base + 1);
     assert_eq!(proxy.metric(AUTH_CLOSED), 0.0);
     proxy.assert_clean_logs();
 }

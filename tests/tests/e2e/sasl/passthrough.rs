@@ -31,7 +31,7 @@ fn sasl_ssl_clients_through_tls_both_ways_and_the_proxys_own_lookup_over_tls() {
     let pki = certs::make(dir.path(), "sasl");
     let tls_port = port();
     let broker = ScramTansu::start(
-        &[(super::PROXY_USER, super::PROXY_PASSWORD)],
+        &[(super::PROXY_USER, super::PROXY_PASSWORD, "SCRAM-SHA-512")],
         &[("sealed", 1)],
         Some(&format!("127.0.0.1:{tls_port}")),
     );

@@ -19,7 +19,11 @@ use super::{
 #[test]
 fn a_new_password_in_the_secret_is_applied_in_place_by_the_watcher() {
     let wrong = "expired-password-0b9d";
-    let broker = ScramTansu::start(&[(PROXY_USER, PROXY_PASSWORD)], &[("orders", 1)], None);
+    let broker = ScramTansu::start(
+        &[(PROXY_USER, PROXY_PASSWORD, "SCRAM-SHA-512")],
+        &[("orders", 1)],
+        None,
+    );
     let dir = tempfile::tempdir().unwrap();
     let secret_dir = dir.path().join("secret");
     std::fs::create_dir(&secret_dir).unwrap();
