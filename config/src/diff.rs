@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::files::FileRef;
-use super::model::{BrokerPorts, ProxyConfig, Routing, VirtualCluster};
+use super::model::{BrokerPorts, ProxyConfig, Routing, Upstream, VirtualCluster};
 use super::types::format_duration;
 
 /// The changes between two configurations, clusters listed in the order the
@@ -19,9 +19,10 @@ pub struct ConfigDiff {
     pub removed: Vec<String>,
     /// Clusters in both that differ, with why.
     pub modified: Vec<Modified>,
-    /// Clusters in both whose only difference is TLS material (the contents
-    /// or paths of their certificate, key and CA files): a reload swaps the
-    /// material into the running generation, which keeps its connections.
+    /// Clusters in both whose only difference is TLS material or the proxy's
+    /// SASL credentials (the contents or paths of their certificate, key, CA
+    /// and credential files): a reload swaps the material into the running
+    /// generation, which keeps its connections.
     pub rotated: Vec<Modified>,
     /// Clusters in both that are identical; a reload leaves them alone.
     pub unchanged: Vec<String>,
@@ -146,6 +147,7 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
             );
         }
     }
+    sasl_reasons(&mut r, ou, nu);
     let (og, ng) = (&old.gateway, &new.gateway);
     r.value("gateway.listenHost", &og.listen_host, &ng.listen_host);
     routing_reasons(&mut r, &og.routing, &ng.routing);
@@ -186,6 +188,33 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
         r.changed("filters");
     }
     (r.0, r.1)
+}
+
+/// The proxy's own credentials and static brokers. New contents of the
+/// credential files (or new paths) rotate in place like TLS material; the
+/// reasons name the files, never what they hold.
+fn sasl_reasons(r: &mut Reasons, old: &Upstream, new: &Upstream) {
+    match (&old.sasl, &new.sasl) {
+        (None, None) => {}
+        (None, Some(_)) => r.push("upstream.sasl added"),
+        (Some(_), None) => r.push("upstream.sasl removed"),
+        (Some(a), Some(b)) => {
+            r.value("upstream.sasl.mechanism", &a.mechanism, &b.mechanism);
+            r.file(
+                "upstream.sasl.usernameFile",
+                Some(&a.username_file),
+                Some(&b.username_file),
+            );
+            r.file(
+                "upstream.sasl.passwordFile",
+                Some(&a.password_file),
+                Some(&b.password_file),
+            );
+        }
+    }
+    if old.nodes != new.nodes {
+        r.changed("upstream.nodes");
+    }
 }
 
 /// How clients reach the cluster: port per broker or SNI, and their settings.
@@ -238,7 +267,7 @@ fn routing_reasons(r: &mut Reasons, old: &Routing, new: &Routing) {
 
 /// Collects human-readable reasons in a fixed order, and whether any is
 /// more than a file's new path or content (every file compared here is TLS
-/// material, or the admin token).
+/// material, the proxy's SASL credentials, or the admin token).
 #[derive(Default)]
 struct Reasons(Vec<String>, bool);
 

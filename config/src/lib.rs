@@ -16,6 +16,7 @@
 //! - [`model`]: the typed configuration
 //! - `build`: tree to model, section by section
 //! - `listeners`: port conflicts across the whole configuration
+//! - [`sasl`]: the proxy's own SASL credentials and static broker list upstream
 //! - [`sni`]: server names unique on each SNI port; certificates that cover them
 //! - [`tls`]: TLS settings and their loaded material
 //! - [`files`]: where referenced files are read from
@@ -40,6 +41,7 @@ mod listeners;
 pub mod model;
 mod read;
 pub mod referenced;
+pub mod sasl;
 pub mod sni;
 pub mod tls;
 pub mod types;

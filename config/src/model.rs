@@ -4,6 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::files::FileRef;
+use super::sasl::UpstreamSasl;
 use super::tls::{GatewayTls, Loaded, UpstreamTls};
 use super::types::{ClusterName, Host, HostPattern, HostPort, Port, SniHost};
 use crate::filter::FilterSpec;
@@ -132,6 +133,22 @@ pub struct Upstream {
     /// checks the upstream first. Off for upstreams that are down on purpose;
     /// startup never checks (a proxy must start while Kafka is down).
     pub check_on_reload: bool,
+    /// The proxy's own credentials, for the connections it makes by itself
+    /// (its broker lookup, the upstream check) to a cluster that requires
+    /// SASL. Clients authenticate themselves, through the proxy.
+    pub sasl: Option<UpstreamSasl>,
+    /// The brokers, when the operator lists them: the proxy then never asks
+    /// the upstream which brokers exist. Empty when not given.
+    pub nodes: Vec<StaticNode>,
+}
+
+/// A broker listed in `upstream.nodes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticNode {
+    /// Its node id.
+    pub id: i32,
+    /// Where it listens, as the upstream cluster advertises it.
+    pub address: HostPort,
 }
 
 /// Default `upstream.checkTimeout`.

@@ -8,6 +8,8 @@
 //! - [`block`]: frames held whole, in memory that goes back to the OS
 //! - [`pool`]: a few freed frame regions kept warm for the next frames
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
+//! - [`sasl`]: the proxy's own SASL authentication (PLAIN, SCRAM) upstream
+//! - [`scram`]: the SCRAM client exchange (RFC 5802), pure
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`sni`]: the shared SNI port: server names to generations
 //! - [`tls`]: rustls configurations from validated material
@@ -23,6 +25,8 @@ mod patience;
 mod pool;
 mod requests;
 mod responses;
+pub(crate) mod sasl;
+pub(crate) mod scram;
 pub(crate) mod sni;
 pub(crate) mod tls;
 pub(crate) mod upstream;

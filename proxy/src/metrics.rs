@@ -158,7 +158,7 @@ impl Metrics {
         );
         r.register(
             "connections_closed_on_error",
-            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream)",
+            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream, upstream_auth: the upstream refused the proxy's own lookup for want of SASL)",
             f.connections_closed_on_error.clone(),
         );
         r.register(

@@ -1,11 +1,13 @@
 """Produce N keyed messages, consume them with a consumer group, report JSON.
 
 usage: roundtrip.py BOOTSTRAP TOPIC COUNT GROUP [--old] [--hold] [--ssl CA CERT KEY] [--verify-names] [--idempotent]
+                    [--sasl MECHANISM USERNAME PASSWORD]
 
 --old      speak old, non-flexible protocol versions (no ApiVersions request)
 --hold     after reporting, keep the connections open until stdin closes
 --ssl      TLS to the proxy: CA file, then client cert and key ('-' for none)
 --verify-names  with --ssl: check every broker's name against its certificate
+--sasl     authenticate with SASL (SASL_PLAINTEXT, or SASL_SSL with --ssl)
 Output: one JSON line {"acked", "consumed", "unique", "missing", "errors", "brokers"}.
 """
 import json
@@ -26,6 +28,12 @@ if "--ssl" in args:
     conf.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": verify})
     if cert != "-":
         conf.update({"ssl.certificate.location": cert, "ssl.key.location": key})
+if "--sasl" in args:
+    i = args.index("--sasl")
+    mechanism, username, password = args[i + 1 : i + 4]
+    protocol = "sasl_ssl" if "--ssl" in args else "sasl_plaintext"
+    conf.update({"security.protocol": protocol, "sasl.mechanism": mechanism,
+                 "sasl.username": username, "sasl.password": password})
 errors = []
 pconf = dict(conf, **({"enable.idempotence": True, "acks": "all"} if "--idempotent" in args else {}))
 producer = Producer(pconf)

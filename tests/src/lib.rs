@@ -5,6 +5,7 @@
 //! end-to-end binary and `tools/` takes it.
 //!
 //! - [`peers`]: the tansu broker and librdkafka's mock cluster
+//! - [`sasl`]: a tansu that requires SCRAM-SHA-512 (SQLite storage)
 //! - [`config`]: proxy configurations in front of tansu
 //! - [`python`]: the Python Kafka clients in `tests/clients`
 //! - [`hosts`]: a hosts file of the test's own, for the clients it starts
@@ -27,4 +28,5 @@ pub mod peers;
 pub mod prometheus;
 pub mod promql;
 pub mod python;
+pub mod sasl;
 pub mod sockets;

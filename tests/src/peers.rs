@@ -81,6 +81,26 @@ impl Tansu {
     }
 }
 
+/// An OpenSSL TLS terminator (socat) on `127.0.0.1:port` in front of
+/// `target`, presenting `cert` and `key`: a broker that speaks TLS.
+pub fn tls_terminator(
+    port: u16,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    target: &str,
+) -> Proc {
+    let mut socat = Command::new("socat");
+    socat.args(["-d", "-d"]).arg(format!(
+        "OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert={},key={},verify=0",
+        cert.display(),
+        key.display()
+    ));
+    socat.arg(format!("TCP:{target}"));
+    let mut terminator = Proc::spawn("socat", socat);
+    terminator.wait_for_line("listening on", Duration::from_secs(10));
+    terminator
+}
+
 /// librdkafka's mock cluster: `n` brokers with node ids 1..=n on ephemeral ports.
 #[derive(Debug)]
 pub struct MockCluster {

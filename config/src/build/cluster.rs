@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::super::model::{DEFAULT_CHECK_TIMEOUT, Limits, Upstream, VirtualCluster};
 use super::super::read::{Cx, Fields, boolean, index, integer, list, string, suggest};
+use super::super::sasl::{upstream_nodes, upstream_sasl};
 use super::super::tls::upstream_tls;
 use super::super::types::{ClusterName, HostPort};
 use super::super::yaml::{Node, Value};
@@ -13,7 +14,14 @@ use super::gateway::gateway;
 use crate::filter;
 
 const CLUSTER_KEYS: &[&str] = &["name", "upstream", "gateway", "limits", "filters"];
-const UPSTREAM_KEYS: &[&str] = &["bootstrapServers", "tls", "checkTimeout", "checkOnReload"];
+const UPSTREAM_KEYS: &[&str] = &[
+    "bootstrapServers",
+    "tls",
+    "checkTimeout",
+    "checkOnReload",
+    "sasl",
+    "nodes",
+];
 const LIMITS_KEYS: &[&str] = &["maxConnections", "maxFrameBytes", "frameTimeout"];
 
 pub(super) fn virtual_clusters(
@@ -125,8 +133,12 @@ fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
         Some(d)
     });
     let check_on_reload = f.optional(cx, "checkOnReload", boolean);
+    let sasl = f.optional(cx, "sasl", upstream_sasl);
+    let nodes = f.optional(cx, "nodes", upstream_nodes);
     if (check_timeout.is_none() && f.has("checkTimeout"))
         || (check_on_reload.is_none() && f.has("checkOnReload"))
+        || (sasl.is_none() && f.has("sasl"))
+        || (nodes.is_none() && f.has("nodes"))
     {
         return None;
     }
@@ -135,6 +147,8 @@ fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
         tls,
         check_timeout: check_timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT),
         check_on_reload: check_on_reload.unwrap_or(true),
+        sasl,
+        nodes: nodes.unwrap_or_default(),
     })
 }
 

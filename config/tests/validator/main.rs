@@ -5,4 +5,5 @@ mod corpus;
 mod diff;
 mod paths_only;
 mod properties;
+mod sasl;
 mod sni;

@@ -40,7 +40,12 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             });
             writeln!(out, "{doc:#}")
         }
-        Format::Text => text(&changes, old.version == new.version, out),
+        // Same bytes and same referenced files: a reload would be a no-op.
+        Format::Text => text(
+            &changes,
+            old.referenced.effective_version == new.referenced.effective_version,
+            out,
+        ),
     };
     if written.is_err() {
         return EXIT_USAGE;
@@ -74,7 +79,7 @@ fn text(d: &ConfigDiff, same_bytes: bool, out: &mut dyn Write) -> std::io::Resul
     for m in &d.rotated {
         writeln!(
             out,
-            "^ {}: TLS material rotated in place, connections stay",
+            "^ {}: TLS material or credentials rotated in place, connections stay",
             m.name
         )?;
         for reason in &m.reasons {

@@ -1,7 +1,8 @@
 //! The upstream check a reload runs before it commits: for a cluster it adds,
 //! or whose `upstream` it changes, the proxy talks to the new upstream the
 //! way its data plane will (TCP, TLS with the configured trust, server name
-//! and client certificate, then ApiVersions and Metadata), so that a
+//! and client certificate, then ApiVersions, SASL with the proxy's own
+//! credentials when `upstream.sasl` gives them, and Metadata), so that a
 //! configuration that validates but cannot work (nothing listens, a CA that
 //! does not match the brokers, a wrong `serverName`) fails the reload with
 //! nothing changed instead of reaching every pod.
@@ -14,9 +15,11 @@ use std::fmt;
 use std::time::Duration;
 
 use sluice_config::model::VirtualCluster;
+use sluice_config::sasl::UpstreamSasl;
 
+use super::sasl::authenticate;
 use super::tls;
-use super::upstream::{BoxIo, Step, Tls, UpstreamError, dial, metadata, metadata_version};
+use super::upstream::{BoxIo, Step, Tls, UpstreamError, dial, hung_up, metadata, metadata_version};
 
 /// What a passed check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +101,14 @@ pub(crate) enum Cause {
     /// The metadata lists no broker.
     #[error("Metadata lists no broker")]
     NoBrokers,
+    /// The proxy's own SASL authentication failed (`upstream.sasl`).
+    #[error("SASL {mechanism} authentication of the proxy failed: {why}")]
+    Sasl {
+        /// `upstream.sasl.mechanism`.
+        mechanism: String,
+        /// Why, without the password.
+        why: String,
+    },
 }
 
 /// Checks `cluster`'s upstream (see the module documentation).
@@ -127,10 +138,12 @@ pub(crate) async fn check(cluster: &VirtualCluster) -> Result<Passed, CheckFaile
         server_name: upstream.tls.as_ref().and_then(|t| t.server_name.as_deref()),
     });
     let timeout = upstream.check_timeout;
+    let sasl = upstream.sasl.as_ref();
     let attempts = upstream.bootstrap_servers.iter().map(|server| async move {
         let host = server.host.to_string();
         let name = server.to_string();
-        let result = tokio::time::timeout(timeout, one(tls, &host, server.port.get(), timeout))
+        let attempt = one(tls, sasl, &host, server.port.get(), timeout);
+        let result = tokio::time::timeout(timeout, attempt)
             .await
             .unwrap_or_else(|_| Err(Cause::Timeout(humanize(timeout))));
         (name, result)
@@ -152,19 +165,27 @@ pub(crate) async fn check(cluster: &VirtualCluster) -> Result<Passed, CheckFaile
 }
 
 /// One bootstrap server: `Some(brokers)` when Metadata answered, `None`
-/// when the broker closed the connection after ApiVersions (SASL).
+/// when the broker closed the connection after ApiVersions (SASL) and the
+/// proxy has no credentials of its own.
 async fn one(
     tls: Option<Tls<'_>>,
+    sasl: Option<&UpstreamSasl>,
     host: &str,
     port: u16,
     timeout: Duration,
 ) -> Result<Option<usize>, Cause> {
     let mut io: BoxIo = dial(tls, host, port, timeout).await.map_err(cause)?;
     let version = metadata_version(&mut io).await.map_err(kafka)?;
+    if let Some(sasl) = sasl {
+        authenticate(&mut io, sasl).await.map_err(|e| Cause::Sasl {
+            mechanism: sasl.mechanism.to_string(),
+            why: e.to_string(),
+        })?;
+    }
     match metadata(&mut io, version).await {
         Ok(m) if m.brokers.is_empty() => Err(Cause::NoBrokers),
         Ok(m) => Ok(Some(m.brokers.len())),
-        Err(Step::Metadata(e)) if closed(&e) => Ok(None),
+        Err(Step::Metadata(e)) if sasl.is_none() && hung_up(&e) => Ok(None),
         Err(e) => Err(kafka(e)),
     }
 }
@@ -201,12 +222,6 @@ fn kafka(e: Step) -> Cause {
 
 fn is_timeout(e: &str) -> bool {
     e.contains("timed out")
-}
-
-/// Whether the broker hung up (what a SASL listener does to a request sent
-/// before authentication).
-fn closed(e: &str) -> bool {
-    e.contains("early eof") || e.contains("reset") || e.contains("broken pipe")
 }
 
 fn humanize(d: Duration) -> String {

@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use super::tls::{self, TlsError};
 use crate::budget::Budget;
 use crate::config::model::{Routing, VirtualCluster};
+use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::filter::Filter;
 use crate::kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
@@ -29,12 +30,14 @@ pub(crate) struct NodeAddr {
     pub port: u16,
 }
 
-/// A generation's TLS: what it accepts clients with, and connects to the
-/// brokers with.
+/// A generation's TLS (what it accepts clients with, and connects to the
+/// brokers with) and the proxy's own SASL credentials: the material a
+/// reload swaps into a running generation when only referenced files change.
 #[derive(Clone, Default)]
 pub(crate) struct Tls {
     acceptor: Option<TlsAcceptor>,
     connector: Option<TlsConnector>,
+    sasl: Option<UpstreamSasl>,
 }
 
 impl Tls {
@@ -52,6 +55,7 @@ impl Tls {
         Ok(Tls {
             acceptor,
             connector,
+            sasl: config.upstream.sasl.clone(),
         })
     }
 }
@@ -161,8 +165,18 @@ impl ClusterRuntime {
             .clone()
     }
 
-    /// Swaps in new TLS material: new handshakes use it, connections made
-    /// before keep theirs. The generation stays the same.
+    /// The proxy's own SASL credentials now (`upstream.sasl`).
+    pub(crate) fn sasl(&self) -> Option<UpstreamSasl> {
+        self.tls
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .sasl
+            .clone()
+    }
+
+    /// Swaps in new TLS material and SASL credentials: new handshakes and
+    /// lookups use them, connections made before keep theirs. The
+    /// generation stays the same.
     pub(crate) fn rotate(&self, tls: Tls) {
         *self
             .tls

@@ -161,6 +161,7 @@ impl ConnError {
             ConnError::FrameTimeout(_) => "frame_timeout",
             ConnError::WriteTimeout(_) => "write_timeout",
             ConnError::Rewrite(_) => "rewrite",
+            ConnError::Upstream(e) if e.is_auth() => "upstream_auth",
             ConnError::Upstream(_) => "upstream",
             ConnError::Tls(_) => "tls",
             ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
@@ -221,6 +222,9 @@ pub(crate) async fn serve(
                 match e {
                     ConnError::Io(_) | ConnError::ClosedMidFrame => {
                         tracing::debug!(error = %e, "connection ended")
+                    }
+                    ConnError::Upstream(ref u) if u.is_auth() => {
+                        tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
                     }
                     ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
                         tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")

@@ -15,6 +15,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::cluster::{ClusterRuntime, NodeAddr};
+use super::sasl::{SaslError, authenticate};
+use crate::config::sasl::SaslMechanism;
 use crate::kafka::rewrite::Learned;
 use crate::kafka::wire::{self, Checked};
 
@@ -68,6 +70,45 @@ pub(crate) enum UpstreamError {
     /// The node is not in the upstream cluster's metadata.
     #[error("node {0} is not in the upstream cluster's metadata")]
     UnknownNode(i32),
+    /// The node is not in `upstream.nodes` (the proxy makes no lookup then).
+    #[error("node {0} is not listed in upstream.nodes")]
+    UnlistedNode(i32),
+    /// The broker hung up at Metadata: it requires SASL, and the proxy has
+    /// neither credentials nor a list of the brokers.
+    #[error(
+        "virtual cluster {cluster}: {server} closed the proxy's own connection at Metadata, so it requires SASL authentication; give the proxy credentials (upstream.sasl) or list the brokers (upstream.nodes), see docs/sasl.md"
+    )]
+    AuthRequired {
+        /// The virtual cluster.
+        cluster: String,
+        /// The bootstrap server.
+        server: String,
+    },
+    /// The proxy's own SASL authentication failed.
+    #[error(
+        "virtual cluster {cluster}: SASL {mechanism} authentication of the proxy's own connection to {server} failed: {source}"
+    )]
+    Auth {
+        /// The virtual cluster.
+        cluster: String,
+        /// The bootstrap server.
+        server: String,
+        /// `upstream.sasl.mechanism`.
+        mechanism: SaslMechanism,
+        /// Why.
+        #[source]
+        source: SaslError,
+    },
+}
+
+impl UpstreamError {
+    /// Whether the upstream refused the proxy for want of authentication.
+    pub(crate) fn is_auth(&self) -> bool {
+        matches!(
+            self,
+            UpstreamError::AuthRequired { .. } | UpstreamError::Auth { .. }
+        )
+    }
 }
 
 /// Connects to one broker, with TLS when the cluster's upstream uses it.
@@ -169,6 +210,18 @@ pub(crate) async fn node_address(
     if let Some(addr) = cluster.node(id) {
         return Ok(addr);
     }
+    let listed = &cluster.config.upstream.nodes;
+    if !listed.is_empty() {
+        // The operator lists the brokers: no lookup.
+        return listed
+            .iter()
+            .find(|n| n.id == id)
+            .map(|n| NodeAddr {
+                host: n.address.host.to_string(),
+                port: n.address.port.get(),
+            })
+            .ok_or(UpstreamError::UnlistedNode(id));
+    }
     let learned = tokio::time::timeout(METADATA_TIMEOUT, fetch_brokers(cluster))
         .await
         .map_err(|_| UpstreamError::Metadata("timed out".into()))??;
@@ -181,7 +234,27 @@ async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, Upstrea
     let (mut io, server) = connect_bootstrap(cluster).await?;
     let fail = |e: Step| UpstreamError::Metadata(format!("{server}: {e}"));
     let version = metadata_version(&mut io).await.map_err(fail)?;
-    let metadata = metadata(&mut io, version).await.map_err(fail)?;
+    let sasl = cluster.sasl();
+    if let Some(sasl) = &sasl {
+        authenticate(&mut io, sasl)
+            .await
+            .map_err(|source| UpstreamError::Auth {
+                cluster: cluster.name().to_owned(),
+                server: server.clone(),
+                mechanism: sasl.mechanism,
+                source,
+            })?;
+    }
+    let metadata = match metadata(&mut io, version).await {
+        Ok(m) => m,
+        Err(Step::Metadata(e)) if sasl.is_none() && hung_up(&e) => {
+            return Err(UpstreamError::AuthRequired {
+                cluster: cluster.name().to_owned(),
+                server,
+            });
+        }
+        Err(e) => return Err(fail(e)),
+    };
     Ok(metadata
         .brokers
         .into_iter()
@@ -191,6 +264,14 @@ async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, Upstrea
             port: b.port,
         })
         .collect())
+}
+
+/// Whether the broker hung up on a request (what a SASL listener does to a
+/// request sent before authentication).
+pub(crate) fn hung_up(e: &str) -> bool {
+    ["eof", "end of file", "reset", "broken pipe"]
+        .iter()
+        .any(|sign| e.contains(sign))
 }
 
 /// Where the proxy's own conversation with a broker went wrong.
@@ -259,6 +340,24 @@ async fn call<Req: Encodable, Resp: Checked>(
     correlation_id: i32,
     request: &Req,
 ) -> Result<Resp, String> {
+    send(io, api, version, correlation_id, request).await?;
+    let mut buf = receive(io, api, version, correlation_id).await?;
+    wire::check(Resp::SCHEMA, version, &buf).map_err(|e| e.to_string())?;
+    let response = Resp::decode(&mut buf, version).map_err(|e| e.to_string())?;
+    if buf.has_remaining() {
+        return Err("trailing bytes after the response".into());
+    }
+    Ok(response)
+}
+
+/// Sends one request of the proxy's own.
+pub(super) async fn send<Req: Encodable>(
+    io: &mut BoxIo,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &Req,
+) -> Result<(), String> {
     let mut header = RequestHeader::default();
     header.request_api_key = api as i16;
     header.request_api_version = version;
@@ -275,8 +374,17 @@ async fn call<Req: Encodable, Resp: Checked>(
     frame.put_i32(i32::try_from(body.len()).map_err(|_| "request too large")?);
     frame.put_slice(&body);
     io.write_all(&frame).await.map_err(|e| e.to_string())?;
-    io.flush().await.map_err(|e| e.to_string())?;
+    io.flush().await.map_err(|e| e.to_string())
+}
 
+/// Reads the response to the request `correlation_id`: its body, after the
+/// header.
+pub(super) async fn receive(
+    io: &mut BoxIo,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+) -> Result<bytes::Bytes, String> {
     let len = io.read_i32().await.map_err(|e| e.to_string())?;
     let len = usize::try_from(len)
         .ok()
@@ -290,10 +398,5 @@ async fn call<Req: Encodable, Resp: Checked>(
     if response_header.correlation_id != correlation_id {
         return Err("response does not match the request".into());
     }
-    wire::check(Resp::SCHEMA, version, &buf).map_err(|e| e.to_string())?;
-    let response = Resp::decode(&mut buf, version).map_err(|e| e.to_string())?;
-    if buf.has_remaining() {
-        return Err("trailing bytes after the response".into());
-    }
-    Ok(response)
+    Ok(buf)
 }

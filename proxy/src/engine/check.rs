@@ -57,10 +57,13 @@ pub(super) fn upstreams(
             Ok(Passed::Brokers { server, brokers }) => {
                 tracing::info!(cluster = %cluster.name, %server, brokers, "upstream check passed");
             }
+            Ok(Passed::SaslRequired { server }) if !cluster.upstream.nodes.is_empty() => {
+                tracing::info!(cluster = %cluster.name, %server, "upstream check passed at ApiVersions: the broker requires SASL, and upstream.nodes lists the brokers");
+            }
             Ok(Passed::SaslRequired { server }) => tracing::warn!(
                 cluster = %cluster.name,
                 %server,
-                "upstream check ended after ApiVersions: the broker closed the connection at Metadata, so it requires SASL authentication and the proxy has no credentials of its own for it"
+                "upstream check ended after ApiVersions: the broker closed the connection at Metadata, so it requires SASL authentication; without upstream.sasl or upstream.nodes, clients whose first connection is to a broker port fail"
             ),
             Err(failed) => {
                 tracing::warn!(cluster = %cluster.name, error = %failed, "upstream check failed");

@@ -170,3 +170,38 @@ fn help_explains_exit_statuses_and_formats() {
     assert!(help.contains("--format"), "{help}");
     assert!(help.contains("SLUICE_FORMAT"), "{help}");
 }
+
+#[test]
+fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old/p.yaml"), dir.path().join("new/p.yaml"));
+    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: PLAIN, usernameFile: user, passwordFile: pass }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
+    for (file, password) in [(&old, "first-pw-1f0e"), (&new, "second-pw-77aa")] {
+        let dir = file.parent().unwrap();
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(file, yaml).unwrap();
+        std::fs::write(dir.join("user"), "proxy\n").unwrap();
+        std::fs::write(dir.join("pass"), format!("{password}\n")).unwrap();
+    }
+    let o = proxy(&["check", old.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"),
+        "{}",
+        stderr(&o)
+    );
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let text = proxy(&["diff", old, new]);
+    assert_eq!(
+        stdout(&text),
+        "^ orders: TLS material or credentials rotated in place, connections stay\n    upstream.sasl.passwordFile content changed\n"
+    );
+    let json = proxy(&["diff", "--format", "json", old, new]);
+    for o in [&text, &json] {
+        let all = format!("{}{}", stdout(o), stderr(o));
+        assert!(
+            !all.contains("first-pw") && !all.contains("second-pw"),
+            "{all}"
+        );
+    }
+}

@@ -19,6 +19,8 @@
 //! - [`watcher`]: the watcher with the real proxy and real files
 //! - [`webhook`]: the admission webhook over real HTTPS
 //! - [`sni`]: SNI routing: every cluster and broker behind one TLS port
+//! - [`sasl`]: SASL upstreams: clients' SCRAM through the proxy, the proxy's
+//!   own lookup with credentials, a broker list, or neither
 //! - [`tls`]: TLS both ways with OpenSSL peers
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
@@ -39,6 +41,7 @@ mod process;
 mod reload;
 mod reload_failures;
 mod roundtrip;
+mod sasl;
 mod sni;
 mod soak;
 mod tls;

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use sluice_testkit::certs;
 use sluice_testkit::ports::{port, ports};
-use sluice_testkit::process::Proc;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu, tls_terminator};
 use sluice_tests::python;
 
 #[test]
@@ -21,15 +20,7 @@ fn tls_to_clients_with_mtls_and_tls_to_the_broker() {
     // connection the proxy makes is TLS.
     let tls_port = port();
     let tansu = Tansu::start_advertising(Some(&format!("127.0.0.1:{tls_port}")));
-    let mut socat = Command::new("socat");
-    socat.args(["-d", "-d"]).arg(format!(
-        "OPENSSL-LISTEN:{tls_port},bind=127.0.0.1,reuseaddr,fork,cert={},key={},verify=0",
-        pki.server_cert.display(),
-        pki.server_key.display()
-    ));
-    socat.arg(format!("TCP:{}", tansu.addr));
-    let mut terminator = Proc::spawn("socat", socat);
-    terminator.wait_for_line("listening on", Duration::from_secs(10));
+    let _terminator = tls_terminator(tls_port, &pki.server_cert, &pki.server_key, &tansu.addr);
 
     let base = ports(2);
     let config = format!(
