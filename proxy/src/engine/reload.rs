@@ -113,20 +113,6 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// The version an attempt with `bytes` is recorded under: theirs, or,
-    /// when it `failed` with the very bytes in force (only referenced files
-    /// changed: a renewed certificate, say), its effective version, so the
-    /// failure is never pinned on the version in force.
-    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> String {
-        let version = ConfigVersion::of(bytes);
-        if failed && version == self.config().version {
-            return crate::config::validate_referenced(bytes, &*self.files)
-                .1
-                .effective_version;
-        }
-        version.to_string()
-    }
-
     /// Waits until no reload runs (at once when none does), for a caller
     /// refused with [`ReloadOutcome::Busy`] that must not give up: a SIGHUP.
     pub async fn reload_slot_free(&self) {

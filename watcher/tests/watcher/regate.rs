@@ -53,6 +53,26 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     let content = Content::read(&proxy.config);
     let (_tx, mut newer) = watch::channel(content.clone());
     let mut referenced = Referenced::new(&proxy.config, WatchOptions::default());
+    let deadline = Duration::from_secs(10);
+    // `apply` of the one content, with what the watcher knows of its
+    // effective versions: the gate's, and none in sync.
+    macro_rules! apply {
+        ($gated:expr) => {
+            apply(
+                &client,
+                &metrics,
+                &content,
+                deadline,
+                &mut newer,
+                &mut referenced,
+                Effective {
+                    in_sync: None,
+                    gated: $gated,
+                },
+            )
+            .await
+        };
+    }
     let before = proxy.status();
     referenced.set(before.files.clone());
     let gated = referenced.effective(&content);
@@ -60,36 +80,14 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
 
     // A mismatched pair arrives after the gate opened for the pair in force.
     secret.swap_files(&pair(&second, &third));
-    let deadline = Duration::from_secs(10);
-    let (outcome, _) = apply(
-        &client,
-        &metrics,
-        &content,
-        deadline,
-        &mut newer,
-        &mut referenced,
-        Effective {
-            in_sync: None,
-            gated: Some(&gated),
-        },
-    )
-    .await;
+    let (outcome, _) = apply!(Some(&gated));
     assert_eq!(outcome, Outcome::Regate);
     let after = proxy.status();
     assert_eq!(after.last_validation_attempt, None, "nothing was sent");
     assert_eq!(after.last_reload_attempt, before.last_reload_attempt);
 
     // Without a gate (no peers), the same call validates them at once.
-    let (outcome, about) = apply(
-        &client,
-        &metrics,
-        &content,
-        deadline,
-        &mut newer,
-        &mut referenced,
-        Effective::default(),
-    )
-    .await;
+    let (outcome, about) = apply!(None);
     assert!(matches!(outcome, Outcome::Rejected(_)), "{outcome:?}");
     assert_eq!(about, Some(referenced.effective(&content)));
     assert!(proxy.status().last_validation_attempt.is_some());
@@ -97,19 +95,7 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     // A gate opened for the files there now lets them through.
     secret.swap_files(&pair(&second, &second));
     let renewed = referenced.effective(&content);
-    let (outcome, about) = apply(
-        &client,
-        &metrics,
-        &content,
-        deadline,
-        &mut newer,
-        &mut referenced,
-        Effective {
-            in_sync: None,
-            gated: Some(&renewed),
-        },
-    )
-    .await;
+    let (outcome, about) = apply!(Some(&renewed));
     assert_eq!(outcome, Outcome::Applied);
     assert_eq!(about.as_deref(), Some(renewed.as_str()));
     assert_eq!(proxy.status().effective_version, renewed);

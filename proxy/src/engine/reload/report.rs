@@ -6,12 +6,26 @@ use std::time::{Duration, SystemTime};
 use sluice_admin_api::FailureStage;
 
 use super::ReloadOutcome;
-use crate::config::ProxyConfig;
+use crate::config::{ConfigVersion, ProxyConfig};
 use crate::engine::Engine;
 use crate::engine::status::Touched;
 use crate::events::ReloadResult;
 
 impl Engine {
+    /// The version an attempt with `bytes` is recorded under: theirs, or,
+    /// when it `failed` with the very bytes in force (only referenced files
+    /// changed: a renewed certificate, say), its effective version, so the
+    /// failure is never pinned on the version in force.
+    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> String {
+        let version = ConfigVersion::of(bytes);
+        if failed && version == self.config().version {
+            return crate::config::validate_referenced(bytes, &*self.files)
+                .1
+                .effective_version;
+        }
+        version.to_string()
+    }
+
     pub(super) fn report(
         &self,
         outcome: &ReloadOutcome,
