@@ -23,6 +23,18 @@ pub enum Handling {
         /// First version whose responses carry endpoints.
         since: i16,
     },
+    /// As [`Handling::Rewritten`], but clients are offered (in ApiVersions)
+    /// only the versions before `since`: Fetch, whose responses are most of
+    /// a consumer's traffic and up to `fetch.max.bytes` each. Its endpoints
+    /// (KIP-951's NodeEndpoints) come last in a response whose size comes
+    /// first, so a rewritten response must be held whole; an older version
+    /// streams through (spliced, in plaintext) in a chunk's memory. The
+    /// client learns a moved leader from Metadata instead. A client that
+    /// sends a later version unasked is still rewritten.
+    OfferedBelow {
+        /// First version whose responses carry endpoints.
+        since: i16,
+    },
     /// ApiVersions: the response is decoded and capped to what the proxy can
     /// decode.
     Capped,
@@ -47,7 +59,16 @@ impl KafkaApi {
 
     /// Whether responses of `version` carry broker endpoints to rewrite.
     pub fn rewritten_at(&self, version: i16) -> bool {
-        matches!(self.handling, Handling::Rewritten { since } if version >= since)
+        matches!(self.handling, Rewritten { since } | OfferedBelow { since } if version >= since)
+    }
+
+    /// The highest version ApiVersions offers clients, when the proxy caps
+    /// it below what it can decode.
+    pub fn offered_at_most(&self) -> Option<i16> {
+        match self.handling {
+            OfferedBelow { since } => Some(since - 1),
+            _ => None,
+        }
     }
 }
 
@@ -59,12 +80,12 @@ const fn api(key: i16, name: &'static str, handling: Handling) -> KafkaApi {
     }
 }
 
-use Handling::{Capped, Deniable, Forwarded, Rewritten};
+use Handling::{Capped, Deniable, Forwarded, OfferedBelow, Rewritten};
 
 /// Every API, sorted by key (kafka-protocol 0.18's list).
 pub const KAFKA_APIS: &[KafkaApi] = &[
     api(0, "Produce", Rewritten { since: 10 }),
-    api(1, "Fetch", Rewritten { since: 16 }),
+    api(1, "Fetch", OfferedBelow { since: 16 }),
     api(2, "ListOffsets", Forwarded),
     api(3, "Metadata", Rewritten { since: 0 }),
     api(8, "OffsetCommit", Forwarded),
@@ -179,7 +200,7 @@ pub fn deniable() -> impl Iterator<Item = &'static KafkaApi> {
 pub fn rewritten() -> impl Iterator<Item = &'static KafkaApi> {
     KAFKA_APIS
         .iter()
-        .filter(|a| matches!(a.handling, Rewritten { .. }))
+        .filter(|a| matches!(a.handling, Rewritten { .. } | OfferedBelow { .. }))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod responses;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod sni;
+mod splice;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

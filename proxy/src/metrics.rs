@@ -57,6 +57,7 @@ struct Families {
     connections_total: Family<ClusterLabel, Counter>,
     connections_rejected: Family<ReasonLabels, Counter>,
     bytes: Family<DirectionLabels, Counter>,
+    spliced: Family<DirectionLabels, Counter>,
     requests: Family<ApiLabels, Counter>,
     rewrites: Family<ApiLabels, Counter>,
     denied: Family<ApiLabels, Counter>,
@@ -135,6 +136,11 @@ impl Metrics {
             "bytes",
             "Bytes forwarded (direction: to_upstream, to_client)",
             f.bytes.clone(),
+        );
+        r.register(
+            "spliced_bytes",
+            "Bytes of sluice_bytes_total moved by splice(2) between two plaintext sockets, never copied into the proxy (direction: to_upstream, to_client)",
+            f.spliced.clone(),
         );
         r.register(
             "requests",
@@ -276,6 +282,8 @@ impl Metrics {
             connections_total: f.connections_total.get_or_create_owned(&label),
             bytes_to_upstream: f.bytes.get_or_create_owned(&direction("to_upstream")),
             bytes_to_client: f.bytes.get_or_create_owned(&direction("to_client")),
+            spliced_to_upstream: f.spliced.get_or_create_owned(&direction("to_upstream")),
+            spliced_to_client: f.spliced.get_or_create_owned(&direction("to_client")),
             upstream_connect_failures: f.upstream_connect_failures.get_or_create_owned(&label),
             unknown_nodes: f.unknown_nodes.get_or_create_owned(&label),
         }
@@ -298,6 +306,10 @@ pub struct ClusterMetrics {
     pub bytes_to_upstream: Counter,
     /// Bytes from the upstream to clients.
     pub bytes_to_client: Counter,
+    /// Of `bytes_to_upstream`, those spliced.
+    pub spliced_to_upstream: Counter,
+    /// Of `bytes_to_client`, those spliced.
+    pub spliced_to_client: Counter,
     /// Failed upstream connection attempts.
     pub upstream_connect_failures: Counter,
     /// Node ids outside the port range.

@@ -20,6 +20,29 @@ pub fn summary(values: &[f64]) -> (f64, f64, f64) {
     (median, v[0], v[v.len() - 1])
 }
 
+/// A distribution-free 95% confidence interval for the median of
+/// `values`: the narrowest pair of order statistics `(x_j, x_{n+1-j})` that
+/// covers the median with probability at least 0.95 (the binomial tails of
+/// `n` coin flips). `None` below 6 values, where no such pair exists.
+pub fn median_ci95(values: &[f64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    // P(B <= i) for B ~ Binomial(n, 1/2), summed term by term.
+    let mut term = 0.5f64.powi(i32::try_from(n).ok()?);
+    let mut tail = 0.0;
+    let mut j = 0;
+    for i in 0..n {
+        tail += term;
+        if tail > 0.025 {
+            break;
+        }
+        j = i + 1;
+        term *= (n - i) as f64 / (i + 1) as f64;
+    }
+    (j > 0).then(|| (v[j - 1], v[n - j]))
+}
+
 /// What a figure must reach.
 #[derive(Debug, Clone, Copy)]
 pub enum Target {
@@ -110,6 +133,10 @@ impl Row {
             record["ratio_lo"] = json!(rlo);
             record["ratio_hi"] = json!(rhi);
             text.push_str(&format!("  {ratio:.3}x {name} ({bmed:.3})"));
+            if let Some((clo, chi)) = median_ci95(&ratios) {
+                record["ratio_ci95"] = json!([clo, chi]);
+                text.push_str(&format!(" 95% CI {clo:.3}–{chi:.3}"));
+            }
         }
         if let Some((target, words)) = &self.target {
             record["target"] = match target {
@@ -124,5 +151,26 @@ impl Row {
         }
         eprintln!("{text}");
         println!("BENCH {record}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_ci95;
+
+    #[test]
+    fn the_median_interval_is_the_binomial_order_statistics() {
+        let v = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<_>>();
+        // n = 5 cannot reach 95% (both extremes cover 93.75%).
+        assert_eq!(median_ci95(&v(5)), None);
+        // n = 6: the extremes cover 96.9%.
+        assert_eq!(median_ci95(&v(6)), Some((1.0, 6.0)));
+        // n = 21: P(B <= 5) = 1.3%, P(B <= 6) = 3.9%: x6 and x16.
+        assert_eq!(median_ci95(&v(21)), Some((6.0, 16.0)));
+        // Unsorted input, non-finite values dropped.
+        let mut w = v(21);
+        w.reverse();
+        w.push(f64::NAN);
+        assert_eq!(median_ci95(&w), Some((6.0, 16.0)));
     }
 }

@@ -23,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::block::{Block, charged};
 use super::connection::{ConnError, FrameClock};
+use super::splice::{self, Splice, Spliced};
 use crate::budget::{Budget, Charge};
 
 /// How much a busy direction reads at a time, and so holds.
@@ -35,6 +36,8 @@ pub(super) struct FrameBuf {
     budget: Arc<Budget>,
     /// Bytes written out, counted for `sluice_bytes_total`.
     written: Counter,
+    /// Of those, the ones spliced (`sluice_spliced_bytes_total`).
+    spliced: Counter,
     chunk: Option<(Box<[u8]>, Charge)>,
     /// `chunk[start..end]` is read and not written or taken.
     start: usize,
@@ -45,10 +48,11 @@ pub(super) struct FrameBuf {
 }
 
 impl FrameBuf {
-    pub(super) fn new(budget: Arc<Budget>, written: Counter) -> Self {
+    pub(super) fn new(budget: Arc<Budget>, written: Counter, spliced: Counter) -> Self {
         FrameBuf {
             budget,
             written,
+            spliced,
             chunk: None,
             start: 0,
             end: 0,
@@ -225,7 +229,8 @@ impl FrameBuf {
     }
 
     /// Passes a frame of `total` bytes, whose start is unread, on to `wr`:
-    /// what is buffered now, then the rest as it arrives, a chunk at a time.
+    /// what is buffered now, then the rest as it arrives, a chunk at a time
+    /// (or, between two plain sockets, spliced: see `splice`).
     pub(super) async fn stream<R, W>(
         &mut self,
         total: usize,
@@ -234,8 +239,8 @@ impl FrameBuf {
         clock: &mut FrameClock,
     ) -> Result<(), ConnError>
     where
-        R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
+        R: AsyncRead + Splice + Unpin,
+        W: AsyncWrite + Splice + Unpin,
     {
         let mut left = total;
         loop {
@@ -244,6 +249,23 @@ impl FrameBuf {
             left -= n;
             if left == 0 {
                 return Ok(());
+            }
+            if splice::applies(left, rd, wr) {
+                // Everything buffered was passed: written first, the
+                // chunk given back, the rest moved by the kernel.
+                self.flush(wr).await?;
+                self.release_if_empty();
+                let spliced = splice::body(
+                    left,
+                    rd,
+                    wr,
+                    clock,
+                    &self.budget,
+                    [&self.written, &self.spliced],
+                );
+                if let Spliced::Done = Box::pin(spliced).await? {
+                    return Ok(());
+                }
             }
             if self.read_more(rd, wr, clock).await? == 0 {
                 return Err(ConnError::ClosedMidFrame);

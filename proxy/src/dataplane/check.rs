@@ -174,7 +174,7 @@ async fn one(
     port: u16,
     timeout: Duration,
 ) -> Result<Option<usize>, Cause> {
-    let mut io: BoxIo = dial(tls, host, port, timeout).await.map_err(cause)?;
+    let mut io: BoxIo = dial(tls, host, port, timeout).await.map_err(cause)?.boxed();
     let version = metadata_version(&mut io).await.map_err(kafka)?;
     if let Some(sasl) = sasl {
         authenticate(&mut io, sasl).await.map_err(|e| Cause::Sasl {

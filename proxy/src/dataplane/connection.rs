@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -30,7 +31,8 @@ use super::inflight;
 use super::patience::WriteStalled;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
-use super::upstream::{self, BoxIo, UpstreamError};
+use super::splice::Splice;
+use super::upstream::{self, BoxIo, Stream, UpstreamError};
 use crate::kafka::frame::{FrameError, RequestHeader};
 use crate::kafka::rewrite::RewriteError;
 
@@ -241,19 +243,19 @@ pub(crate) async fn serve(
 async fn run(incoming: Incoming, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
-    let client: BoxIo = match (incoming, cluster.acceptor()) {
+    let client = match (incoming, cluster.acceptor()) {
         (Incoming::Tcp(tcp), Some(acceptor)) => {
             let _ = tcp.set_nodelay(true);
-            handshake(Box::pin(acceptor.accept(tcp))).await?
+            Stream::Wrapped(handshake(Box::pin(acceptor.accept(tcp))).await?)
         }
         (Incoming::Tcp(tcp), None) => {
             let _ = tcp.set_nodelay(true);
-            Box::new(tcp)
+            Stream::Plain(tcp)
         }
         (Incoming::Sni(start), Some(acceptor)) => {
             let _ = start.io.set_nodelay(true);
             let config = Arc::clone(acceptor.config());
-            handshake(Box::pin((*start).into_stream(config))).await?
+            Stream::Wrapped(handshake(Box::pin((*start).into_stream(config))).await?)
         }
         // Validation requires TLS with SNI routing.
         (Incoming::Sni(_), None) => {
@@ -263,7 +265,20 @@ async fn run(incoming: Incoming, cluster: &ClusterRuntime, role: Role) -> Result
         }
     };
     let upstream = Box::pin(connect_upstream(cluster, role)).await?;
-    pipe(client, upstream, cluster).await
+    match (client, upstream) {
+        // Plaintext on both sides: the sockets' own halves, through which
+        // the bodies of streamed frames are spliced.
+        (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
+            let (client_rd, client_wr) = client.split();
+            let (upstream_rd, upstream_wr) = upstream.split();
+            pipe(client_rd, client_wr, upstream_rd, upstream_wr, cluster).await
+        }
+        (client, upstream) => {
+            let (client_rd, client_wr) = tokio::io::split(client.boxed());
+            let (upstream_rd, upstream_wr) = tokio::io::split(upstream.boxed());
+            pipe(client_rd, client_wr, upstream_rd, upstream_wr, cluster).await
+        }
+    }
 }
 
 /// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`].
@@ -275,7 +290,7 @@ async fn handshake(accept: Pin<Box<Accept<TcpStream>>>) -> Result<BoxIo, ConnErr
     Ok(Box::new(tls))
 }
 
-async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<BoxIo, ConnError> {
+async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<Stream, ConnError> {
     Ok(match role {
         Role::Bootstrap => upstream::connect_bootstrap(cluster).await?.0,
         Role::Broker(id) => {
@@ -285,9 +300,20 @@ async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<BoxIo,
     })
 }
 
-async fn pipe(client: BoxIo, upstream: BoxIo, cluster: &ClusterRuntime) -> Result<(), ConnError> {
-    let (client_rd, client_wr) = tokio::io::split(client);
-    let (upstream_rd, upstream_wr) = tokio::io::split(upstream);
+/// Runs both directions of a connection to their end.
+async fn pipe<CR, CW, UR, UW>(
+    client_rd: CR,
+    client_wr: CW,
+    upstream_rd: UR,
+    upstream_wr: UW,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    CR: AsyncRead + Splice + Unpin,
+    CW: AsyncWrite + Splice + Unpin,
+    UR: AsyncRead + Splice + Unpin,
+    UW: AsyncWrite + Splice + Unpin,
+{
     // Bounded by the permits its slots carry.
     let (tx, rx) = inflight::queue();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));

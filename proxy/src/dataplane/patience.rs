@@ -16,8 +16,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use std::os::fd::BorrowedFd;
+
 use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
+
+use super::splice::Splice;
 
 /// The client took none of the bytes offered within the frame's time.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +118,21 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Patient<W> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         self.get_mut().timed(cx, AsyncWrite::poll_shutdown)
+    }
+}
+
+impl<W: AsyncWrite + Splice + Unpin> Splice for Patient<W> {
+    fn socket(&self) -> Option<&TcpStream> {
+        self.inner.socket()
+    }
+
+    fn poll_splice_out(
+        &mut self,
+        cx: &mut Context<'_>,
+        pipe: BorrowedFd<'_>,
+        len: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        self.timed(cx, |w, cx| w.get_mut().poll_splice_out(cx, pipe, len))
     }
 }
 

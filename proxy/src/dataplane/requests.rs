@@ -16,6 +16,7 @@ use super::buffer::{CHUNK, FrameBuf};
 use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, MAX_IN_FLIGHT, Slot, jitter};
 use super::inflight::Sender;
+use super::splice::Splice;
 use crate::filter::{RequestHead, Verdict};
 use crate::kafka::api_name;
 use crate::kafka::deny::deny_response;
@@ -39,11 +40,15 @@ pub(super) async fn forward_requests<R, W>(
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
 {
     let limits = cluster.config.limits;
-    let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_upstream.clone());
+    let mut buf = FrameBuf::new(
+        cluster.budget(),
+        cluster.metrics.bytes_to_upstream.clone(),
+        cluster.metrics.spliced_to_upstream.clone(),
+    );
     // Once the generation drains, this connection stops taking requests at
     // its own moment within the spread window, between requests; what is in
     // flight is still answered by the response side.
@@ -172,8 +177,8 @@ struct Way<'a, R, W, S> {
 
 impl<R, W, S> Way<'_, R, W, S>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
     S: Future<Output = ()> + Unpin,
 {
     /// Sends a request on upstream, streamed, after queuing its slot when it

@@ -16,6 +16,7 @@ use super::cluster::ClusterRuntime;
 use super::connection::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
+use super::splice::Splice;
 use crate::kafka::api_name;
 use crate::kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
@@ -35,15 +36,19 @@ pub(super) async fn forward_responses<R, W>(
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
 {
     let limits = cluster.config.limits;
     let (max, mut wr) = (
         limits.max_frame_bytes,
         Patient::new(wr, limits.frame_timeout),
     );
-    let mut buf = FrameBuf::new(cluster.budget(), cluster.metrics.bytes_to_client.clone());
+    let mut buf = FrameBuf::new(
+        cluster.budget(),
+        cluster.metrics.bytes_to_client.clone(),
+        cluster.metrics.spliced_to_client.clone(),
+    );
     // Bounded by the slots' permits.
     let mut queue: VecDeque<Slot> = VecDeque::new();
     let mut open = true;
@@ -113,8 +118,8 @@ async fn relay<R, W>(
     cluster: &ClusterRuntime,
 ) -> Result<(), ConnError>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
 {
     let mut clock = FrameClock::unlimited();
     let total = loop {

@@ -29,6 +29,26 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 /// A boxed stream.
 pub(crate) type BoxIo = Box<dyn Io>;
 
+/// A connection to a peer as it was made: a plain TCP socket (through which
+/// a frame's body can be spliced, never entering the proxy's memory), or a
+/// stream with TLS on it.
+pub(crate) enum Stream {
+    /// Plaintext.
+    Plain(TcpStream),
+    /// TLS (or anything else) on top of the socket.
+    Wrapped(BoxIo),
+}
+
+impl Stream {
+    /// The connection as a stream of bytes, whatever it is.
+    pub(crate) fn boxed(self) -> BoxIo {
+        match self {
+            Stream::Plain(tcp) => Box::new(tcp),
+            Stream::Wrapped(io) => io,
+        }
+    }
+}
+
 /// Reaching the upstream cluster failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum UpstreamError {
@@ -111,7 +131,7 @@ pub(crate) async fn connect(
     cluster: &ClusterRuntime,
     host: &str,
     port: u16,
-) -> Result<BoxIo, UpstreamError> {
+) -> Result<Stream, UpstreamError> {
     let connector = cluster.connector();
     let tls = connector.as_ref().map(|connector| Tls {
         connector,
@@ -143,7 +163,7 @@ pub(crate) async fn dial(
     host: &str,
     port: u16,
     timeout: Duration,
-) -> Result<BoxIo, UpstreamError> {
+) -> Result<Stream, UpstreamError> {
     let addr = format!("{host}:{port}");
     let attempt = async {
         let tcp =
@@ -155,7 +175,7 @@ pub(crate) async fn dial(
                 })?;
         let _ = tcp.set_nodelay(true);
         let Some(tls) = tls else {
-            return Ok(Box::new(tcp) as BoxIo);
+            return Ok(Stream::Plain(tcp));
         };
         let name = tls.server_name.unwrap_or(host).to_owned();
         let server_name =
@@ -168,7 +188,7 @@ pub(crate) async fn dial(
                 addr: addr.clone(),
                 source,
             })?;
-        Ok(Box::new(stream) as BoxIo)
+        Ok(Stream::Wrapped(Box::new(stream)))
     };
     match tokio::time::timeout(timeout, attempt).await {
         Ok(r) => r,
@@ -179,7 +199,7 @@ pub(crate) async fn dial(
 /// Connects to the first reachable bootstrap server.
 pub(crate) async fn connect_bootstrap(
     cluster: &ClusterRuntime,
-) -> Result<(BoxIo, String), UpstreamError> {
+) -> Result<(Stream, String), UpstreamError> {
     let mut last = None;
     for server in cluster.bootstrap_order() {
         let host = server.host.to_string();
@@ -226,7 +246,8 @@ pub(crate) async fn node_address(
 
 /// Asks a bootstrap server for the cluster's brokers.
 async fn fetch_brokers(cluster: &ClusterRuntime) -> Result<Vec<Learned>, UpstreamError> {
-    let (mut io, server) = connect_bootstrap(cluster).await?;
+    let (io, server) = connect_bootstrap(cluster).await?;
+    let mut io = io.boxed();
     let fail = |e: Step| UpstreamError::Metadata(format!("{server}: {e}"));
     let version = metadata_version(&mut io).await.map_err(fail)?;
     let sasl = cluster.sasl();

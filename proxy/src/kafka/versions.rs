@@ -1,16 +1,20 @@
 //! ApiVersions capping: a client must never pick a version of an API the
 //! proxy has to decode but cannot, and never use an API the proxy does not
-//! know (it might carry broker addresses the proxy would not rewrite).
+//! know (it might carry broker addresses the proxy would not rewrite); and
+//! Fetch is offered only in the versions whose responses stream.
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
+use sluice_config::apis;
 
 use super::codec::{decode, encode, with_header};
 use super::rewrite::RewriteError;
 
 /// Rewrites an ApiVersions response frame: unknown APIs are removed, and the
 /// highest version of every API for which `decoded(api_key)` is true is
-/// lowered to the highest this proxy can decode. Error responses (which a
+/// lowered to the highest this proxy can decode; an API offered below its
+/// rewritten versions (Fetch, see `Handling::OfferedBelow`) is lowered to
+/// the last version before them. Error responses (which a
 /// broker sends as v0 whatever the request's version) pass unchanged.
 pub fn cap_api_versions(
     frame: &Bytes,
@@ -33,16 +37,21 @@ pub fn cap_api_versions(
         return Ok(frame.clone());
     }
     let mut r = decode::<ApiVersionsResponse>(&mut buf, version).map_err(fail)?;
-    r.api_keys
-        .retain_mut(|k| match ApiKey::try_from(k.api_key) {
-            Err(()) => false,
-            Ok(api) if decoded(k.api_key) => {
-                let range = api.valid_versions();
-                k.max_version = k.max_version.min(range.max);
-                k.min_version <= k.max_version
-            }
-            Ok(_) => true,
-        });
+    r.api_keys.retain_mut(|k| {
+        let Ok(api) = ApiKey::try_from(k.api_key) else {
+            return false;
+        };
+        if decoded(k.api_key) {
+            k.max_version = k.max_version.min(api.valid_versions().max);
+        }
+        // Offered below its rewritten versions (Fetch) when the broker
+        // still has one: else the later versions are rewritten as usual.
+        let offered = apis::by_key(k.api_key).and_then(|a| a.offered_at_most());
+        if let Some(offered) = offered.filter(|&o| o >= k.min_version) {
+            k.max_version = k.max_version.min(offered);
+        }
+        k.min_version <= k.max_version
+    });
     let mut body = encode(&r, version).map_err(fail)?;
     body.extend_from_slice(&buf);
     with_header(&header, header_version, &body).map_err(fail)

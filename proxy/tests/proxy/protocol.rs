@@ -64,6 +64,19 @@ fn api_versions_are_capped_for_decoded_apis_and_unknown_apis_removed() {
 }
 
 #[test]
+fn fetch_is_offered_below_the_versions_whose_responses_are_held_whole() {
+    let decoded = |k: i16| k == 1;
+    // A broker up to Fetch v17 (Kafka 4): offered up to v15, which streams.
+    let input = versions_frame(3, 0, &[(1, 4, 17)]);
+    let out = cap_api_versions(&input, 3, &decoded).unwrap();
+    assert_eq!(out, versions_frame(3, 0, &[(1, 4, 15)]));
+    // One that has only v16 and later keeps them (rewritten, held whole).
+    let input = versions_frame(3, 0, &[(1, 16, 17)]);
+    let out = cap_api_versions(&input, 3, &decoded).unwrap();
+    assert_eq!(out, versions_frame(3, 0, &[(1, 16, 17)]));
+}
+
+#[test]
 fn api_versions_errors_pass_unchanged() {
     // UNSUPPORTED_VERSION is answered as v0 whatever the request's version.
     let input = versions_frame(0, 35, &[(18, 0, 3)]);

@@ -14,6 +14,7 @@
 //! - [`fleet`]: three pods in network namespaces: canary, gate, halt
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
+//! - [`splice`]: records moved socket to socket, never copied, in plaintext
 //! - [`process`]: startup policies, signals, `--persist`
 //! - [`admin_limits`]: the admin API under hostile callers
 //! - [`watcher`]: the watcher with the real proxy and real files
@@ -44,6 +45,7 @@ mod roundtrip;
 mod sasl;
 mod sni;
 mod soak;
+mod splice;
 mod tls;
 mod watcher;
 mod webhook;

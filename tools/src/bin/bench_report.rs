@@ -112,7 +112,7 @@ fn print_table(results: &[Value], machine: &Value) {
             section = s;
             println!(
                 "\n== {s}\n{:<62} {:>9} {:<13} {:>17} {:>8} {:>15}  {:<24} target",
-                "case", "median", "unit", "spread", "ratio", "ratio spread", "baseline (median)",
+                "case", "median", "unit", "spread", "ratio", "ratio 95% CI", "baseline (median)",
             );
         }
         let spread = format!("{} – {}", num(&r["lo"]), num(&r["hi"]));
@@ -121,10 +121,11 @@ fn print_table(results: &[Value], machine: &Value) {
         } else {
             (
                 format!("{}x", num(&r["ratio"])),
-                if r["ratio_lo"].is_null() {
-                    String::new()
-                } else {
-                    format!("{} – {}", num(&r["ratio_lo"]), num(&r["ratio_hi"]))
+                match &r["ratio_ci95"] {
+                    Value::Array(ci) if ci.len() == 2 => {
+                        format!("{} – {}", num(&ci[0]), num(&ci[1]))
+                    }
+                    _ => "-".to_owned(),
                 },
                 format!(
                     "{} ({})",

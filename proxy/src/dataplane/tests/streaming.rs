@@ -63,6 +63,17 @@ async fn a_large_request_streams_upstream_before_it_has_all_arrived() {
         peak <= HELD_AT_MOST,
         "{peak} bytes held for a streamed frame of {BIG}"
     );
+    assert_spliced(rig.cluster.metrics.spliced_to_upstream.get(), frame.len());
+}
+
+/// Between two plaintext sockets, a large frame's body is spliced: all of
+/// it but the part read with its head.
+fn assert_spliced(spliced: u64, frame: usize) {
+    let frame = frame as u64;
+    assert!(
+        spliced > frame - CHUNK as u64 && spliced <= frame,
+        "{spliced} of a frame of {frame} bytes spliced"
+    );
 }
 
 #[tokio::test]
@@ -99,6 +110,7 @@ async fn a_large_response_streams_to_the_client_before_it_has_all_arrived() {
         peak <= HELD_AT_MOST,
         "{peak} bytes held for a streamed frame of {BIG}"
     );
+    assert_spliced(rig.cluster.metrics.spliced_to_client.get(), frame.len());
 }
 
 #[tokio::test]
