@@ -36,6 +36,31 @@ async fn a_streamed_request_that_stalls_is_cut_at_the_frame_timeout() {
 }
 
 #[tokio::test]
+async fn a_streamed_response_the_client_does_not_take_is_cut_at_the_frame_timeout() {
+    let mut rig = Rig::start("    limits: { frameTimeout: 300ms }\n").await;
+    let (mut client, mut upstream) = rig.connection().await;
+    client
+        .write_all(&request(ApiKey::Fetch, 12, 1, &FetchRequest::default()))
+        .await
+        .unwrap();
+    read_frame(&mut upstream).await;
+    // Far more than the sockets' buffers hold; the client reads none of it.
+    let frame = opaque_response(1, 32 << 20);
+    let sender = tokio::spawn(async move { upstream.write_all(&frame).await });
+    let series =
+        "sluice_connections_closed_on_error_total{cluster=\"orders\",reason=\"write_timeout\"}";
+    eventually("the stalled write is cut", || rig.metric(series) == 1.0).await;
+    // It was being spliced, and closing it closed the upstream side too.
+    assert!(rig.cluster.metrics.spliced_to_client.get() > 0);
+    assert!(sender.await.unwrap().is_err(), "the upstream's write fails");
+    eventually("its memory is returned", || {
+        rig.cluster.budget().used() == 0
+    })
+    .await;
+    drop(client);
+}
+
+#[tokio::test]
 async fn oversized_and_malformed_frames_close_the_connection() {
     let mut rig = Rig::start("    limits: { maxFrameBytes: 4096 }\n").await;
     let (mut client, _upstream) = rig.connection().await;
