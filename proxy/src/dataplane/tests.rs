@@ -230,6 +230,20 @@ async fn settled(quiet: Duration, mut f: impl FnMut() -> f64) -> f64 {
     }
 }
 
+/// A Fetch v12 (its response carries no endpoints) sent by `client` with
+/// `correlation_id` and read by the upstream: a response to it is awaited.
+async fn fetch_in_flight(client: &mut TcpStream, upstream: &mut TcpStream, correlation_id: i32) {
+    use tokio::io::AsyncWriteExt;
+    let fetch = request(
+        ApiKey::Fetch,
+        12,
+        correlation_id,
+        &kafka_protocol::messages::FetchRequest::default(),
+    );
+    client.write_all(&fetch).await.unwrap();
+    read_frame(upstream).await;
+}
+
 /// Whether the peer closed `s` within `within` (what it sent before is
 /// read and dropped).
 async fn closed(s: &mut TcpStream, within: Duration) -> bool {

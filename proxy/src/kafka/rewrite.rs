@@ -34,6 +34,9 @@ use super::wire::{self, Checked};
 use crate::config::model::BrokerPorts;
 use crate::config::types::HostPattern;
 
+mod mapper;
+use mapper::Mapper;
+
 /// Kafka's COORDINATOR_NOT_AVAILABLE: the client looks the coordinator up again.
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
@@ -128,64 +131,6 @@ pub static REWRITTEN_APIS: LazyLock<Vec<ApiKey>> = LazyLock::new(|| {
         .filter_map(|a| ApiKey::try_from(a.key).ok())
         .collect()
 });
-
-/// Records learned addresses and rewrites endpoints in place.
-struct Mapper<'a> {
-    to: &'a Advertised,
-    /// False for controller endpoints: rewritten, never learned.
-    learn: bool,
-    learned: Vec<Learned>,
-    unmapped: Vec<i32>,
-}
-
-impl Mapper<'_> {
-    /// Rewrites one endpoint; false when the node is outside the range and
-    /// the endpoint must be dropped.
-    fn endpoint<P: PortField>(&mut self, node_id: i32, host: &mut StrBytes, port: &mut P) -> bool {
-        if self.learn {
-            self.learned.push(Learned {
-                node_id,
-                host: host.to_string(),
-                port: port.get(),
-            });
-        }
-        match self.to.endpoint(node_id) {
-            Some((h, p)) => {
-                *host = h;
-                port.set(p);
-                true
-            }
-            None => {
-                self.unmapped.push(node_id);
-                false
-            }
-        }
-    }
-}
-
-/// Port fields are `int32` in client APIs and `uint16` in KRaft ones.
-trait PortField {
-    fn get(&self) -> i32;
-    fn set(&mut self, port: u16);
-}
-
-impl PortField for i32 {
-    fn get(&self) -> i32 {
-        *self
-    }
-    fn set(&mut self, port: u16) {
-        *self = i32::from(port);
-    }
-}
-
-impl PortField for u16 {
-    fn get(&self) -> i32 {
-        i32::from(*self)
-    }
-    fn set(&mut self, port: u16) {
-        *self = port;
-    }
-}
 
 macro_rules! node_endpoints {
     ($mapper:expr, $list:expr) => {

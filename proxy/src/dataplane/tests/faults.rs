@@ -39,11 +39,7 @@ async fn a_streamed_request_that_stalls_is_cut_at_the_frame_timeout() {
 async fn a_streamed_response_the_client_does_not_take_is_cut_at_the_frame_timeout() {
     let mut rig = Rig::start("    limits: { frameTimeout: 300ms }\n").await;
     let (mut client, mut upstream) = rig.connection().await;
-    client
-        .write_all(&request(ApiKey::Fetch, 12, 1, &FetchRequest::default()))
-        .await
-        .unwrap();
-    read_frame(&mut upstream).await;
+    fetch_in_flight(&mut client, &mut upstream, 1).await;
     // Far more than the sockets' buffers hold; the client reads none of it.
     let frame = opaque_response(1, 32 << 20);
     let sender = tokio::spawn(async move { upstream.write_all(&frame).await });
@@ -74,11 +70,7 @@ async fn oversized_and_malformed_frames_close_the_connection() {
     // A response over the limit closes the connection before any of it is
     // passed on.
     let (mut client, mut upstream) = rig.connection().await;
-    client
-        .write_all(&request(ApiKey::Fetch, 12, 1, &FetchRequest::default()))
-        .await
-        .unwrap();
-    read_frame(&mut upstream).await;
+    fetch_in_flight(&mut client, &mut upstream, 1).await;
     upstream
         .write_all(&opaque_response(1, 100_000)[..8])
         .await
@@ -96,11 +88,7 @@ async fn oversized_and_malformed_frames_close_the_connection() {
 async fn a_response_to_the_wrong_request_closes_the_connection() {
     let mut rig = Rig::start("").await;
     let (mut client, mut upstream) = rig.connection().await;
-    client
-        .write_all(&request(ApiKey::Fetch, 12, 1, &FetchRequest::default()))
-        .await
-        .unwrap();
-    read_frame(&mut upstream).await;
+    fetch_in_flight(&mut client, &mut upstream, 1).await;
     upstream
         .write_all(&opaque_response(99, 1000))
         .await

@@ -3,7 +3,7 @@
 //! never holds more than its chunks whatever the frame's size.
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, FetchRequest, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::AsyncWriteExt;
 
@@ -81,11 +81,7 @@ async fn a_large_response_streams_to_the_client_before_it_has_all_arrived() {
     let mut rig = Rig::start("").await;
     let (mut client, mut upstream) = rig.connection().await;
     // Fetch v12: its response carries no endpoints.
-    client
-        .write_all(&request(ApiKey::Fetch, 12, 7, &FetchRequest::default()))
-        .await
-        .unwrap();
-    read_frame(&mut upstream).await;
+    fetch_in_flight(&mut client, &mut upstream, 7).await;
     let frame = opaque_response(7, BIG);
     let (head, rest) = frame.split_at(1 << 20);
     upstream.write_all(head).await.unwrap();

@@ -14,6 +14,7 @@
 
 mod broker;
 mod dataplane;
+mod haproxy;
 mod memory;
 mod reload;
 mod rig;

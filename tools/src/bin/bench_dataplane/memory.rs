@@ -11,7 +11,8 @@ use sluice_testkit::ports::{port, ports};
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::config;
 
-use crate::rig::{Frontend, Path, Rig, open_file_limit, start_haproxy, vm_kib};
+use crate::haproxy::{Frontend, start_haproxy};
+use crate::rig::{Path, Rig, open_file_limit, vm_kib};
 use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "memory";
