@@ -2,12 +2,18 @@
 //!
 //! - [`cluster`]: one generation of a virtual cluster at run time
 //! - [`listener`]: bound sockets and their routes
+//! - [`routes`]: where a listener's connections go (a port's one route, or
+//!   the SNI table of server names)
 //! - [`connection`]: one proxied client connection; its two directions,
 //!   [`requests`] and [`responses`]
+//! - [`direction`]: what the connection and its directions share (the
+//!   error, the frame clock, the in-flight slot, the chunk size)
 //! - [`buffer`]: how a direction holds bytes (a chunk while busy, none idle)
 //! - [`block`]: frames held whole, in memory that goes back to the OS
 //! - [`pool`]: a few freed frame regions kept warm for the next frames
+//! - [`stream`]: a byte stream to a peer, plain TCP or TLS
 //! - [`upstream`]: connecting to brokers; the proxy's own metadata lookup
+//! - [`client`]: the proxy's own small Kafka client (one request, one answer)
 //! - [`sasl`]: the proxy's own SASL authentication (PLAIN, SCRAM) upstream
 //! - [`scram`]: the SCRAM client exchange (RFC 5802), pure
 //! - [`check`]: the upstream check a reload runs before it commits
@@ -17,18 +23,22 @@
 mod block;
 mod buffer;
 pub(crate) mod check;
+mod client;
 pub(crate) mod cluster;
 pub(crate) mod connection;
+mod direction;
 mod inflight;
 pub(crate) mod listener;
 mod patience;
 mod pool;
 mod requests;
 mod responses;
+mod routes;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod sni;
 mod splice;
+mod stream;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

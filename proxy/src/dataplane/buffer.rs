@@ -22,12 +22,10 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::block::{Block, charged};
-use super::connection::{ConnError, FrameClock};
+use super::direction::{CHUNK, ConnError, FrameClock};
 use super::splice::{self, Splice, Spliced};
 use crate::budget::{Budget, Charge};
 
-/// How much a busy direction reads at a time, and so holds.
-pub(super) const CHUNK: usize = 64 * 1024;
 /// What an idle direction reads into while it waits for data.
 const PROBE: usize = 64;
 

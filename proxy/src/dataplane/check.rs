@@ -17,9 +17,11 @@ use std::time::Duration;
 use sluice_config::model::VirtualCluster;
 use sluice_config::sasl::UpstreamSasl;
 
+use super::client::{Step, hung_up, metadata, metadata_version};
 use super::sasl::authenticate;
+use super::stream::BoxIo;
 use super::tls;
-use super::upstream::{BoxIo, Step, Tls, UpstreamError, dial, hung_up, metadata, metadata_version};
+use super::upstream::{Tls, UpstreamError, dial};
 
 /// What a passed check found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,34 +12,26 @@
 //! everything else streams through. A protocol error closes this connection
 //! only. How bytes are held is `buffer`'s business; how many, `budget`'s.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
+use tokio::sync::Semaphore;
 use tokio_rustls::{Accept, StartHandshake};
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
+use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::inflight;
-use super::patience::WriteStalled;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
 use super::splice::Splice;
-use super::upstream::{self, BoxIo, Stream, UpstreamError};
-use crate::kafka::frame::{FrameError, RequestHeader};
-use crate::kafka::rewrite::RewriteError;
+use super::stream::{BoxIo, Stream};
+use super::upstream;
 
-/// Requests that may await their response at once on one connection,
-/// answered by the upstream or by the proxy; more stop the proxy reading
-/// from the client until responses are written.
-pub(super) const MAX_IN_FLIGHT: usize = 1024;
 /// How long a client's TLS handshake may take (on the SNI port, the
 /// ClientHello and the rest each).
 pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,126 +53,6 @@ pub(crate) enum Role {
     Bootstrap,
     /// A broker port: that upstream node.
     Broker(i32),
-}
-
-/// An in-flight slot, in request order; the permit it carries is returned
-/// when the response has been passed on to the client.
-#[derive(Debug)]
-pub(super) struct Slot {
-    pub(super) answer: Answer,
-    pub(super) _permit: OwnedSemaphorePermit,
-}
-
-/// Who answers a request.
-#[derive(Debug)]
-pub(super) enum Answer {
-    /// The upstream; the header says how to treat the response.
-    Upstream(RequestHeader),
-    /// The proxy did; these bytes (charged to the budget) go to the client
-    /// in turn.
-    Local(Bytes),
-}
-
-/// The time a client has to send the rest of a frame it started: only time
-/// spent waiting for the client's bytes counts (not waits for the upstream
-/// or for memory).
-#[derive(Debug)]
-pub(super) struct FrameClock {
-    left: Option<Duration>,
-    limit: Duration,
-}
-
-impl FrameClock {
-    /// A frame from a client: `limits.frameTimeout`.
-    pub(super) fn new(limit: Duration) -> Self {
-        FrameClock {
-            left: Some(limit),
-            limit,
-        }
-    }
-
-    /// A frame from the upstream: no limit.
-    pub(super) fn unlimited() -> Self {
-        FrameClock {
-            left: None,
-            limit: Duration::MAX,
-        }
-    }
-
-    /// Runs one read of the frame against what is left of its time.
-    pub(super) async fn read<F>(&mut self, read: F) -> Result<usize, ConnError>
-    where
-        F: Future<Output = std::io::Result<usize>>,
-    {
-        let Some(left) = self.left else {
-            return Ok(read.await?);
-        };
-        let started = Instant::now();
-        let result = tokio::time::timeout(left, read).await;
-        self.left = Some(left.saturating_sub(started.elapsed()));
-        result
-            .map_err(|_| ConnError::FrameTimeout(self.limit))?
-            .map_err(ConnError::Io)
-    }
-}
-
-/// Why a connection ended early.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum ConnError {
-    #[error("{0}")]
-    Io(std::io::Error),
-    #[error("{0}")]
-    Frame(#[from] FrameError),
-    #[error("a started frame did not arrive whole within {0:?}")]
-    FrameTimeout(Duration),
-    #[error("{0}")]
-    WriteTimeout(WriteStalled),
-    #[error("{0}")]
-    Rewrite(#[from] RewriteError),
-    #[error("{0}")]
-    Upstream(#[from] UpstreamError),
-    #[error("client tls handshake: {0}")]
-    Tls(std::io::Error),
-    #[error("upstream answered correlation id {got}, expected {expected}")]
-    Mismatch { expected: i32, got: i32 },
-    #[error("upstream sent a response no request is waiting for")]
-    Unsolicited,
-    #[error("upstream closed the connection with {0} requests in flight")]
-    UpstreamClosed(usize),
-    #[error("the peer closed the connection in the middle of a frame")]
-    ClosedMidFrame,
-    #[error("closed at the drain deadline")]
-    Forced,
-}
-
-impl ConnError {
-    /// Label for `sluice_connections_closed_on_error_total`.
-    fn reason(&self) -> &'static str {
-        match self {
-            ConnError::Io(_) | ConnError::ClosedMidFrame => "io",
-            ConnError::Frame(FrameError::TooLarge { .. }) => "too_large",
-            ConnError::Frame(_) => "malformed",
-            ConnError::FrameTimeout(_) => "frame_timeout",
-            ConnError::WriteTimeout(_) => "write_timeout",
-            ConnError::Rewrite(_) => "rewrite",
-            ConnError::Upstream(e) if e.is_auth() => "upstream_auth",
-            ConnError::Upstream(_) => "upstream",
-            ConnError::Tls(_) => "tls",
-            ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
-                "upstream_protocol"
-            }
-            ConnError::Forced => "drain_deadline",
-        }
-    }
-}
-
-impl From<std::io::Error> for ConnError {
-    fn from(e: std::io::Error) -> Self {
-        match e.downcast::<WriteStalled>() {
-            Ok(stalled) => ConnError::WriteTimeout(stalled),
-            Err(e) => ConnError::Io(e),
-        }
-    }
 }
 
 /// Serves one accepted client connection to its end.
@@ -328,17 +200,4 @@ where
         }
         r = &mut responses => r,
     }
-}
-
-/// A random delay in `[0, window)`, different for each connection.
-pub(super) fn jitter(window: Duration) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
-    if ms == 0 {
-        return Duration::ZERO;
-    }
-    // RandomState is seeded randomly per instance: enough randomness here.
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(ms);
-    Duration::from_millis(h.finish() % ms)
 }

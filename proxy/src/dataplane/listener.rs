@@ -6,7 +6,6 @@
 //! (see [`super::sni`]), swapped whole when SNI clusters change.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -15,33 +14,13 @@ use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
-use super::cluster::ClusterRuntime;
-use super::connection::{self, Incoming, Role};
-use super::sni::{self, SniTable};
+use super::connection::{self, Incoming};
+pub(crate) use super::routes::{Route, Routes};
+use super::sni;
 use crate::metrics::SniUnrouted;
 
 /// Pending connections the kernel queues per listener.
 const BACKLOG: u32 = 1024;
-
-/// Where a port's connections go.
-#[derive(Debug, Clone)]
-pub(crate) struct Route {
-    /// The generation serving the port.
-    pub cluster: Arc<ClusterRuntime>,
-    /// Bootstrap or which broker.
-    pub role: Role,
-}
-
-/// What a listener's connections lead to.
-#[derive(Debug, Clone)]
-pub(crate) enum Routes {
-    /// Every connection goes to one generation, in one role.
-    Port(Route),
-    /// The TLS server name picks the generation and role; `None` until the
-    /// commit that starts the listener has built the table (connections
-    /// wait for it).
-    Sni(Option<Arc<SniTable>>),
-}
 
 /// Binds `addr` (with `SO_REUSEADDR`, so a port in TIME_WAIT can be taken
 /// again at once) without accepting yet.

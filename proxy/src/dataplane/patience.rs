@@ -22,12 +22,8 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
+use super::direction::WriteStalled;
 use super::splice::Splice;
-
-/// The client took none of the bytes offered within the frame's time.
-#[derive(Debug, thiserror::Error)]
-#[error("the client took no bytes of a frame within {0:?}")]
-pub(super) struct WriteStalled(pub(super) Duration);
 
 /// A writer to a client whose stalled writes time out.
 pub(super) struct Patient<W> {

@@ -6,15 +6,16 @@
 //! is throttled by its own TCP window, nothing queues behind it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::block::charged;
-use super::buffer::{CHUNK, FrameBuf};
+use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
-use super::connection::{Answer, ConnError, FrameClock, MAX_IN_FLIGHT, Slot, jitter};
+use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
 use super::inflight::Sender;
 use super::splice::Splice;
 use crate::filter::{RequestHead, Verdict};
@@ -261,4 +262,17 @@ fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
         .map(|f| f.on_request(&head))
         .find(|v| *v != Verdict::Forward)
         .unwrap_or(Verdict::Forward)
+}
+
+/// A random delay in `[0, window)`, different for each connection.
+fn jitter(window: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return Duration::ZERO;
+    }
+    // RandomState is seeded randomly per instance: enough randomness here.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(ms);
+    Duration::from_millis(h.finish() % ms)
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
-use super::connection::{Answer, ConnError, FrameClock, Slot};
+use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;

@@ -13,8 +13,9 @@ use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslHandshakeReq
 use kafka_protocol::protocol::StrBytes;
 use ring::rand::{SecureRandom, SystemRandom};
 
+use super::client::{receive, send};
 use super::scram::{self, ScramError};
-use super::upstream::{BoxIo, receive, send};
+use super::stream::BoxIo;
 use crate::config::sasl::{Credentials, SaslMechanism, UpstreamSasl};
 
 const HANDSHAKE_VERSION: i16 = 1;

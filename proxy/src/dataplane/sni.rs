@@ -13,73 +13,19 @@
 //! no cluster has, `missing` for a ClientHello without one, and for a
 //! client that does not speak TLS at all (a plaintext Kafka client).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_rustls::LazyConfigAcceptor;
 
-use super::cluster::ClusterRuntime;
-use super::connection::{self, HANDSHAKE_TIMEOUT, Incoming, Role};
-use super::listener::{Route, Routes};
-use crate::config::types::HostPattern;
+use super::connection::{self, HANDSHAKE_TIMEOUT, Incoming};
+pub(crate) use super::routes::SniTable;
+use super::routes::{Route, Routes};
 use crate::metrics::SniUnrouted;
 
 /// The first byte of a TLS handshake record (a ClientHello comes in one).
 const TLS_HANDSHAKE: u8 = 0x16;
-
-/// Server names to generations, for one SNI listener.
-#[derive(Debug, Default)]
-pub(crate) struct SniTable {
-    bootstrap: HashMap<String, Arc<ClusterRuntime>>,
-    brokers: Vec<(HostPattern, Arc<ClusterRuntime>)>,
-}
-
-impl SniTable {
-    /// The table of these generations (those routed by SNI; validation
-    /// made every name on one port lead to one of them).
-    pub(crate) fn new<'a>(generations: impl IntoIterator<Item = &'a Arc<ClusterRuntime>>) -> Self {
-        let mut table = SniTable::default();
-        for runtime in generations {
-            let Some(sni) = runtime.config.gateway.sni() else {
-                continue;
-            };
-            table
-                .bootstrap
-                .insert(sni.bootstrap_host.as_str().to_owned(), Arc::clone(runtime));
-            table
-                .brokers
-                .push((sni.broker_host_pattern.clone(), Arc::clone(runtime)));
-        }
-        table
-    }
-
-    /// Where a server name leads (names are compared in lowercase, as DNS
-    /// compares them).
-    pub(crate) fn route(&self, server_name: &str) -> Option<Route> {
-        let name = server_name.to_ascii_lowercase();
-        if let Some(cluster) = self.bootstrap.get(&name) {
-            return Some(Route {
-                cluster: Arc::clone(cluster),
-                role: Role::Bootstrap,
-            });
-        }
-        self.brokers.iter().find_map(|(pattern, cluster)| {
-            let node = pattern.node_for(&name)?;
-            Some(Route {
-                cluster: Arc::clone(cluster),
-                role: Role::Broker(node),
-            })
-        })
-    }
-
-    /// How many clusters it routes to.
-    pub(crate) fn len(&self) -> usize {
-        self.brokers.len()
-    }
-}
 
 /// Why a connection was not routed, as the metric's `reason` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,8 +26,8 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 
-use super::connection::{ConnError, FrameClock};
-use super::upstream::BoxIo;
+use super::direction::{CHUNK, ConnError, FrameClock};
+use super::stream::BoxIo;
 use crate::budget::Budget;
 
 /// Idle pipes kept for the next frames (two descriptors each).
@@ -107,7 +107,7 @@ pub(super) async fn body<R: Splice, W: Splice>(
     let Some(src) = rd.socket() else {
         return Ok(Spliced::Refused);
     };
-    let _charge = budget.reserve(super::buffer::CHUNK).await;
+    let _charge = budget.reserve(CHUNK).await;
     let pipe = match Pipe::take() {
         Ok(pipe) => pipe,
         // Out of descriptors or pipe pages for now: this frame is copied.

@@ -1,53 +1,24 @@
-//! Connecting to upstream brokers, and the proxy's own small Kafka client for
-//! the one thing it asks by itself: which brokers exist (for a client that
-//! connects straight to a broker port before any bootstrap).
+//! Connecting to upstream brokers, and asking them (through the proxy's own
+//! small client, `client`) the one thing the proxy asks by itself: which
+//! brokers exist (for a client that connects straight to a broker port
+//! before any bootstrap).
 
 use std::time::Duration;
 
 use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use super::client::{Step, hung_up, metadata, metadata_version};
 use super::cluster::{ClusterRuntime, NodeAddr};
 use super::sasl::{SaslError, authenticate};
+use super::stream::Stream;
 use crate::config::sasl::SaslMechanism;
 use crate::kafka::rewrite::Learned;
-
-mod client;
-pub(crate) use client::{Step, hung_up, metadata, metadata_version};
-pub(crate) use client::{receive, send};
 
 /// How long connecting (TCP and TLS) to a broker may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the proxy's own metadata lookup may take.
 pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A byte stream to a peer, plain or TLS.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-/// A boxed stream.
-pub(crate) type BoxIo = Box<dyn Io>;
-
-/// A connection to a peer as it was made: a plain TCP socket (through which
-/// a frame's body can be spliced, never entering the proxy's memory), or a
-/// stream with TLS on it.
-pub(crate) enum Stream {
-    /// Plaintext.
-    Plain(TcpStream),
-    /// TLS (or anything else) on top of the socket.
-    Wrapped(BoxIo),
-}
-
-impl Stream {
-    /// The connection as a stream of bytes, whatever it is.
-    pub(crate) fn boxed(self) -> BoxIo {
-        match self {
-            Stream::Plain(tcp) => Box::new(tcp),
-            Stream::Wrapped(io) => io,
-        }
-    }
-}
 
 /// Reaching the upstream cluster failed.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::io::AsyncWriteExt;
 
 use super::*;
-use crate::dataplane::connection::MAX_IN_FLIGHT;
+use crate::dataplane::direction::MAX_IN_FLIGHT;
 
 pub(super) const DENY_DELETE_TOPICS: &str = "    filters:
       - type: deny-apis

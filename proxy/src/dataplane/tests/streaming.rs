@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::io::AsyncWriteExt;
 
 use super::*;
-use crate::dataplane::buffer::CHUNK;
+use crate::dataplane::direction::CHUNK;
 
 /// Produce v9 (its response carries no endpoints) with `acks` and a
 /// payload of `records` bytes.

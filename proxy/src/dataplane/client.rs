@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::BoxIo;
+use super::stream::BoxIo;
 use crate::kafka::wire::{self, Checked};
 
 /// Largest response the proxy's own client accepts.

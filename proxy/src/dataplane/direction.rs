@@ -1,0 +1,148 @@
+//! What a connection and its two directions ([`requests`](super::requests),
+//! [`responses`](super::responses)) share, below all of them and below the
+//! ways they move bytes (`buffer`, `splice`, `patience`): why a connection
+//! ends, the clock of a frame being read, the in-flight slots and the chunk
+//! a busy direction reads into.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use super::upstream::UpstreamError;
+use crate::kafka::frame::{FrameError, RequestHeader};
+use crate::kafka::rewrite::RewriteError;
+
+/// Requests that may await their response at once on one connection,
+/// answered by the upstream or by the proxy; more stop the proxy reading
+/// from the client until responses are written.
+pub(super) const MAX_IN_FLIGHT: usize = 1024;
+/// How much a busy direction reads at a time, and so holds.
+pub(super) const CHUNK: usize = 64 * 1024;
+
+/// An in-flight slot, in request order; the permit it carries is returned
+/// when the response has been passed on to the client.
+#[derive(Debug)]
+pub(super) struct Slot {
+    pub(super) answer: Answer,
+    pub(super) _permit: OwnedSemaphorePermit,
+}
+
+/// Who answers a request.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The upstream; the header says how to treat the response.
+    Upstream(RequestHeader),
+    /// The proxy did; these bytes (charged to the budget) go to the client
+    /// in turn.
+    Local(Bytes),
+}
+
+/// The time a client has to send the rest of a frame it started: only time
+/// spent waiting for the client's bytes counts (not waits for the upstream
+/// or for memory).
+#[derive(Debug)]
+pub(super) struct FrameClock {
+    left: Option<Duration>,
+    limit: Duration,
+}
+
+impl FrameClock {
+    /// A frame from a client: `limits.frameTimeout`.
+    pub(super) fn new(limit: Duration) -> Self {
+        FrameClock {
+            left: Some(limit),
+            limit,
+        }
+    }
+
+    /// A frame from the upstream: no limit.
+    pub(super) fn unlimited() -> Self {
+        FrameClock {
+            left: None,
+            limit: Duration::MAX,
+        }
+    }
+
+    /// Runs one read of the frame against what is left of its time.
+    pub(super) async fn read<F>(&mut self, read: F) -> Result<usize, ConnError>
+    where
+        F: Future<Output = std::io::Result<usize>>,
+    {
+        let Some(left) = self.left else {
+            return Ok(read.await?);
+        };
+        let started = Instant::now();
+        let result = tokio::time::timeout(left, read).await;
+        self.left = Some(left.saturating_sub(started.elapsed()));
+        result
+            .map_err(|_| ConnError::FrameTimeout(self.limit))?
+            .map_err(ConnError::Io)
+    }
+}
+
+/// The client took none of the bytes offered within the frame's time.
+#[derive(Debug, thiserror::Error)]
+#[error("the client took no bytes of a frame within {0:?}")]
+pub(super) struct WriteStalled(pub(super) Duration);
+
+/// Why a connection ended early.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ConnError {
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+    #[error("a started frame did not arrive whole within {0:?}")]
+    FrameTimeout(Duration),
+    #[error("{0}")]
+    WriteTimeout(WriteStalled),
+    #[error("{0}")]
+    Rewrite(#[from] RewriteError),
+    #[error("{0}")]
+    Upstream(#[from] UpstreamError),
+    #[error("client tls handshake: {0}")]
+    Tls(std::io::Error),
+    #[error("upstream answered correlation id {got}, expected {expected}")]
+    Mismatch { expected: i32, got: i32 },
+    #[error("upstream sent a response no request is waiting for")]
+    Unsolicited,
+    #[error("upstream closed the connection with {0} requests in flight")]
+    UpstreamClosed(usize),
+    #[error("the peer closed the connection in the middle of a frame")]
+    ClosedMidFrame,
+    #[error("closed at the drain deadline")]
+    Forced,
+}
+
+impl ConnError {
+    /// Label for `sluice_connections_closed_on_error_total`.
+    pub(super) fn reason(&self) -> &'static str {
+        match self {
+            ConnError::Io(_) | ConnError::ClosedMidFrame => "io",
+            ConnError::Frame(FrameError::TooLarge { .. }) => "too_large",
+            ConnError::Frame(_) => "malformed",
+            ConnError::FrameTimeout(_) => "frame_timeout",
+            ConnError::WriteTimeout(_) => "write_timeout",
+            ConnError::Rewrite(_) => "rewrite",
+            ConnError::Upstream(e) if e.is_auth() => "upstream_auth",
+            ConnError::Upstream(_) => "upstream",
+            ConnError::Tls(_) => "tls",
+            ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
+                "upstream_protocol"
+            }
+            ConnError::Forced => "drain_deadline",
+        }
+    }
+}
+
+impl From<std::io::Error> for ConnError {
+    fn from(e: std::io::Error) -> Self {
+        match e.downcast::<WriteStalled>() {
+            Ok(stalled) => ConnError::WriteTimeout(stalled),
+            Err(e) => ConnError::Io(e),
+        }
+    }
+}
