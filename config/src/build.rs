@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::listeners::{Claim, Owner};
+use super::claims::{Claim, Owner};
 use super::model::{
     Admin, DEFAULT_ADMIN_LISTEN, DEFAULT_DRAIN_TIMEOUT, MAX_MAX_BUFFERED_BYTES,
     MIN_MAX_BUFFERED_BYTES, ProxyConfig, ProxyLimits, StartupPolicy,

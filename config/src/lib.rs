@@ -15,6 +15,7 @@
 //! - [`types`]: names, ports, hosts, durations
 //! - [`model`]: the typed configuration
 //! - `build`: tree to model, section by section
+//! - `claims`: the ports and SNI names a configuration asks for, as read
 //! - `listeners`: port conflicts across the whole configuration
 //! - [`sasl`]: the proxy's own SASL credentials and static broker list upstream
 //! - [`sni`]: server names unique on each SNI port; certificates that cover them
@@ -33,6 +34,7 @@ use serde::Serialize;
 
 pub mod apis;
 mod build;
+mod claims;
 pub mod diff;
 mod error;
 pub mod files;

@@ -4,39 +4,8 @@
 //! except SNI ports: clusters routed by server name share one listener, so
 //! their claims on the same host and port do not conflict with each other.
 
-use std::net::IpAddr;
-
+use super::claims::{Claim, Owner};
 use super::read::Cx;
-use super::yaml::Mark;
-
-/// Who asked for a port, so the message can name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// `admin.listen`.
-    Admin,
-    /// A virtual cluster's `bootstrapPort`, `brokerPorts` or `sni.port`.
-    Cluster {
-        /// Position in `virtualClusters`.
-        index: usize,
-        /// Its name as written, when it is a string.
-        name: Option<String>,
-        /// `bootstrapPort`, `brokerPorts` or `sni.port`.
-        field: &'static str,
-    },
-}
-
-/// Ports `first..=last` on `host`, asked for at `path`.
-#[derive(Debug, Clone)]
-pub(crate) struct Claim {
-    pub(crate) host: IpAddr,
-    pub(crate) first: u16,
-    pub(crate) last: u16,
-    pub(crate) owner: Owner,
-    pub(crate) path: String,
-    pub(crate) mark: Mark,
-    /// An SNI port: shared with the other SNI claims on the same host.
-    pub(crate) shared: bool,
-}
 
 impl Claim {
     fn conflicts_with(&self, other: &Claim) -> Option<u16> {
@@ -112,6 +81,7 @@ pub(crate) fn check(cx: &mut Cx<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::yaml::Mark;
 
     fn claim(host: &str, first: u16, last: u16, index: usize) -> Claim {
         Claim {

@@ -3,11 +3,13 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use self::sasl::UpstreamSasl;
 use super::files::FileRef;
-use super::sasl::UpstreamSasl;
 use super::tls::{GatewayTls, Loaded, UpstreamTls};
 use super::types::{ClusterName, Host, HostPattern, HostPort, Port, SniHost};
 use crate::filter::FilterSpec;
+
+pub(crate) mod sasl;
 
 /// Default admin listener: loopback only, so no token is needed.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9190";

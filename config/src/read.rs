@@ -6,9 +6,8 @@
 use std::fmt::Display;
 
 use super::ConfigError;
+use super::claims::{Claim, SniClaim};
 use super::files::FileSource;
-use super::listeners::Claim;
-use super::sni::SniClaim;
 use super::yaml::{Entry, Mark, Node, Value};
 
 /// Everything a build step needs: where errors go, where files come from,

@@ -9,90 +9,15 @@
 //! they never appear in an error, a warning, a diff or a `Debug` output.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
 use super::files::FileRef;
+pub use super::model::sasl::{Credentials, SaslMechanism, UpstreamSasl};
 use super::model::{ProxyConfig, StaticNode};
 use super::read::{Cx, Fields, index, integer, list, string, suggest};
 use super::tls::{Loaded, read_file};
 use super::types::HostPort;
 use super::yaml::Node;
-
-/// A SASL mechanism the proxy can authenticate with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaslMechanism {
-    /// RFC 4616: the password is sent as it is (use with upstream TLS).
-    Plain,
-    /// RFC 7677: SCRAM with SHA-256.
-    ScramSha256,
-    /// SCRAM with SHA-512, as Kafka names it.
-    ScramSha512,
-}
-
-impl SaslMechanism {
-    /// Every mechanism, by the name Kafka (and the configuration) uses.
-    pub const ALL: [SaslMechanism; 3] = [
-        SaslMechanism::Plain,
-        SaslMechanism::ScramSha256,
-        SaslMechanism::ScramSha512,
-    ];
-
-    /// The name Kafka's SaslHandshake uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SaslMechanism::Plain => "PLAIN",
-            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
-            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
-        }
-    }
-}
-
-impl fmt::Display for SaslMechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// `upstream.sasl`: how the proxy authenticates its own connections.
-#[derive(Clone, PartialEq)]
-pub struct UpstreamSasl {
-    /// The mechanism.
-    pub mechanism: SaslMechanism,
-    /// File holding the username.
-    pub username_file: FileRef,
-    /// File holding the password.
-    pub password_file: FileRef,
-    /// What the files hold; `None` when files were not read
-    /// ([`super::files::PathsOnly`]).
-    pub credentials: Loaded<Option<Credentials>>,
-}
-
-impl fmt::Debug for UpstreamSasl {
-    // Paths only: the files' digests stay out of any output.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UpstreamSasl")
-            .field("mechanism", &self.mechanism)
-            .field("username_file", &self.username_file.path)
-            .field("password_file", &self.password_file.path)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A username and its password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// The username.
-    pub username: String,
-    /// The password.
-    pub password: String,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Credentials(..)")
-    }
-}
 
 const SASL_KEYS: &[&str] = &["mechanism", "usernameFile", "passwordFile"];
 const NODE_KEYS: &[&str] = &["id", "address"];

@@ -11,23 +11,10 @@ use rustls::client::verify_server_name;
 use rustls::server::ParsedCertificate;
 use rustls_pki_types::ServerName;
 
+use super::claims::SniClaim;
 use super::model::{ProxyConfig, VirtualCluster};
 use super::read::Cx;
-use super::types::{HostPattern, SniHost};
-use super::yaml::Mark;
-
-/// The names one SNI cluster asks for on its port, with where each was written.
-#[derive(Debug, Clone)]
-pub(crate) struct SniClaim {
-    pub(crate) host: IpAddr,
-    pub(crate) port: u16,
-    /// Position in `virtualClusters`.
-    pub(crate) index: usize,
-    /// Its name as written, when it is a string.
-    pub(crate) name: Option<String>,
-    pub(crate) bootstrap: Option<(SniHost, String, Mark)>,
-    pub(crate) pattern: Option<(HostPattern, String, Mark)>,
-}
+use super::types::HostPattern;
 
 impl SniClaim {
     fn describe_for(&self, by: &SniClaim) -> String {

@@ -3,10 +3,9 @@
 
 use std::net::IpAddr;
 
-use super::super::listeners::{Claim, Owner};
+use super::super::claims::{Claim, Owner, SniClaim};
 use super::super::model::{BrokerPorts, Gateway, PortRouting, Routing, SniRouting};
 use super::super::read::{Cx, Fields, integer, join, string};
-use super::super::sni::SniClaim;
 use super::super::tls::gateway_tls;
 use super::super::types::{Host, HostPattern, Port, SniHost, parse_ip};
 use super::super::yaml::{Mark, Node, Value};
