@@ -25,7 +25,7 @@ use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::selfsigned::{Controller, Settings};
 use crate::serve::{self, Timeouts};
-use crate::tls::{self, CertError, CertWatch, Rotator};
+use crate::tls::{self, CertError, CertResolver, CertWatch, Rotator};
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,21 +225,12 @@ impl Webhook {
         } = self;
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let resolver = match source {
-            Source::Files(rotator) => {
-                let resolver = rotator.resolver();
-                let watch = CertWatch::start(rotator, &options.watch)?;
-                tracker.spawn(watch.run(cancel.clone()));
-                resolver
-            }
-            Source::SelfSigned(mut controller) => {
-                let Some(resolver) = controller.acquire(&shutdown).await else {
-                    tracing::info!("stopped before a certificate was available");
-                    return Ok(());
-                };
-                tracker.spawn(controller.run(cancel.clone()));
-                resolver
-            }
+        let Some(resolver) = source
+            .start(&options.watch, &shutdown, &cancel, &tracker)
+            .await?
+        else {
+            tracing::info!("stopped before a certificate was available");
+            return Ok(());
         };
         let tls = tls::server_config(resolver)?;
         let timeouts = Timeouts {
@@ -281,20 +272,62 @@ impl Webhook {
         );
 
         shutdown.cancelled().await;
-        tracing::info!("shutting down: not ready, finishing requests in flight");
-        state.ready.store(false, Ordering::Relaxed);
-        cancel.cancel();
-        let _ = server.await;
-        tracker.close();
-        let drained = tokio::time::timeout(options.shutdown_grace, tracker.wait()).await;
-        if drained.is_err() {
-            tracing::warn!(
-                grace = ?options.shutdown_grace,
-                "requests still in flight at the end of the grace period"
-            );
-        }
+        drain(&state, cancel, server, tracker, options.shutdown_grace).await;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+impl Source {
+    /// Starts keeping the certificate (watching its files, or renewing the
+    /// self-signed one once it is had) on `tracker`, until `cancel`; what
+    /// rustls asks for it, or `None` when `shutdown` came before a
+    /// self-signed certificate was available.
+    async fn start(
+        self,
+        watch: &WatchOptions,
+        shutdown: &CancellationToken,
+        cancel: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Result<Option<Arc<CertResolver>>, RunError> {
+        Ok(Some(match self {
+            Source::Files(rotator) => {
+                let resolver = rotator.resolver();
+                let watch = CertWatch::start(rotator, watch)?;
+                tracker.spawn(watch.run(cancel.clone()));
+                resolver
+            }
+            Source::SelfSigned(mut controller) => {
+                let Some(resolver) = controller.acquire(shutdown).await else {
+                    return Ok(None);
+                };
+                tracker.spawn(controller.run(cancel.clone()));
+                resolver
+            }
+        }))
+    }
+}
+
+/// Shutting down: not ready, the servers stop accepting, and requests in
+/// flight get up to `grace` to finish.
+async fn drain(
+    state: &AppState,
+    cancel: CancellationToken,
+    server: tokio::task::JoinHandle<()>,
+    tracker: TaskTracker,
+    grace: Duration,
+) {
+    tracing::info!("shutting down: not ready, finishing requests in flight");
+    state.ready.store(false, Ordering::Relaxed);
+    cancel.cancel();
+    let _ = server.await;
+    tracker.close();
+    let drained = tokio::time::timeout(grace, tracker.wait()).await;
+    if drained.is_err() {
+        tracing::warn!(
+            grace = ?grace,
+            "requests still in flight at the end of the grace period"
+        );
     }
 }
 

@@ -74,22 +74,10 @@ where
             Box::pin(buf.adopt(n)).await;
         }
         let mut clock = FrameClock::new(limits.frame_timeout);
-        // The head: nothing of the frame has gone upstream, so a drain may
-        // still stop here.
-        let total = loop {
-            let unread = buf.unread();
-            let total = request_frame_size(unread, limits.max_frame_bytes)?;
-            if let Some(total) = total.filter(|_| unread.len() >= REQUEST_HEAD) {
-                break total;
-            }
-            buf.flush(&mut wr).await?;
-            let n = tokio::select! {
-                () = &mut stop => return Ok(()),
-                n = Box::pin(buf.read_more(&mut rd, &mut wr, &mut clock)) => n?,
-            };
-            if n == 0 {
-                return Ok(());
-            }
+        let max = limits.max_frame_bytes;
+        let head = read_head(&mut buf, &mut rd, &mut wr, &mut clock, &mut stop, max);
+        let Some(total) = head.await? else {
+            return Ok(());
         };
         let header = request_header(buf.unread())?;
         cluster.metrics.request(api_name(header.api_key));
@@ -115,6 +103,38 @@ where
         };
         if stopped {
             return Ok(());
+        }
+    }
+}
+
+/// Reads until the head of the next request is in `buf`: its size, or
+/// `None` when the client closed or the generation drains first (nothing of
+/// the frame has gone upstream, so a drain may still stop here).
+async fn read_head<R, W>(
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    clock: &mut FrameClock,
+    stop: &mut (impl Future<Output = ()> + Unpin),
+    max_frame_bytes: u32,
+) -> Result<Option<usize>, ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    loop {
+        let unread = buf.unread();
+        let total = request_frame_size(unread, max_frame_bytes)?;
+        if let Some(total) = total.filter(|_| unread.len() >= REQUEST_HEAD) {
+            return Ok(Some(total));
+        }
+        buf.flush(wr).await?;
+        let n = tokio::select! {
+            () = &mut *stop => return Ok(None),
+            n = Box::pin(buf.read_more(rd, wr, clock)) => n?,
+        };
+        if n == 0 {
+            return Ok(None);
         }
     }
 }

@@ -17,16 +17,13 @@ use bytes::Bytes;
 use std::sync::LazyLock;
 
 use kafka_protocol::messages::{
-    ApiKey, BeginQuorumEpochResponse, DescribeClusterResponse, DescribeQuorumResponse,
-    EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse, FindCoordinatorResponse,
-    MetadataResponse, ProduceResponse, ResponseHeader, ShareAcknowledgeResponse,
-    ShareFetchResponse, VoteResponse, fetch_response, produce_response,
+    ApiKey, FetchResponse, ProduceResponse, ResponseHeader, fetch_response, produce_response,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_config::apis;
 
+use super::codec::Framer;
 pub use super::codec::MAX_TRAILING_BYTES;
-use super::codec::{Framer, decode};
 use super::frame::RequestHeader;
 use super::splice;
 pub use super::splice::Frame;
@@ -35,10 +32,8 @@ use crate::config::model::BrokerPorts;
 use crate::config::types::HostPattern;
 
 mod mapper;
+mod whole;
 use mapper::Mapper;
-
-/// Kafka's COORDINATOR_NOT_AVAILABLE: the client looks the coordinator up again.
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
 /// A response could not be decoded or encoded; the connection is closed,
 /// because forwarding it unrewritten could leak an upstream address.
@@ -172,142 +167,68 @@ pub fn rewrite_response(
     // and encoded again (kafka-protocol encodes them back to the same bytes).
     // With endpoints, only their tagged fields are rewritten (`splice`).
     if let Some(schema) = endpoints_tagged(api) {
-        let layout = wire::check_for_tag(schema, version, &buf, NODE_ENDPOINTS_TAG)
-            .map_err(|e| fail(e.to_string()))?;
-        let trailing = buf.len() - layout.size;
-        if trailing > MAX_TRAILING_BYTES {
-            return Err(fail(format!(
-                "{trailing} bytes left over after the message"
-            )));
-        }
-        if !layout.present {
-            return Ok(unchanged(frame));
-        }
-        let body_at = frame.len() - buf.len();
-        let spliced = if api == ApiKey::Produce {
-            splice::endpoints(
-                frame,
-                body_at,
-                layout,
-                version,
-                |list: &mut Vec<produce_response::NodeEndpoint>| node_endpoints!(m, list),
-            )
-        } else {
-            splice::endpoints(
-                frame,
-                body_at,
-                layout,
-                version,
-                |list: &mut Vec<fetch_response::NodeEndpoint>| node_endpoints!(m, list),
-            )
-        };
-        // An empty list (some brokers always send the tag) leaves nothing
-        // to rewrite: the frame passes as it came.
-        return Ok(match spliced.map_err(fail)? {
-            None => unchanged(frame),
-            Some(frame) => Rewritten {
-                frame,
-                changed: true,
-                learned: m.learned,
-                unmapped: m.unmapped,
-            },
-        });
+        return rewrite_tagged(api, schema, frame, &buf, version, m).map_err(fail);
     }
     let out = Framer {
         header: &header,
         header_version,
     };
-    let frame = match api {
-        ApiKey::Metadata => {
-            let mut r = decode::<MetadataResponse>(&mut buf, version).map_err(fail)?;
-            r.brokers
-                .retain_mut(|b| m.endpoint(b.node_id.0, &mut b.host, &mut b.port));
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::FindCoordinator => {
-            let mut r = decode::<FindCoordinatorResponse>(&mut buf, version).map_err(fail)?;
-            if version < 4 {
-                if r.error_code == 0 && !m.endpoint(r.node_id.0, &mut r.host, &mut r.port) {
-                    r.error_code = COORDINATOR_NOT_AVAILABLE;
-                    r.error_message = Some(StrBytes::from_static_str(
-                        "coordinator is outside the proxy's broker port range",
-                    ));
-                    r.node_id.0 = -1;
-                    r.host = StrBytes::default();
-                    r.port = -1;
-                }
-            } else {
-                for c in &mut r.coordinators {
-                    if c.error_code == 0 && !m.endpoint(c.node_id.0, &mut c.host, &mut c.port) {
-                        c.error_code = COORDINATOR_NOT_AVAILABLE;
-                        c.error_message = Some(StrBytes::from_static_str(
-                            "coordinator is outside the proxy's broker port range",
-                        ));
-                        c.node_id.0 = -1;
-                        c.host = StrBytes::default();
-                        c.port = -1;
-                    }
-                }
-            }
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::DescribeCluster => {
-            let mut r = decode::<DescribeClusterResponse>(&mut buf, version).map_err(fail)?;
-            r.brokers
-                .retain_mut(|b| m.endpoint(b.broker_id.0, &mut b.host, &mut b.port));
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::DescribeQuorum => {
-            let mut r = decode::<DescribeQuorumResponse>(&mut buf, version).map_err(fail)?;
-            for node in &mut r.nodes {
-                let id = node.node_id.0;
-                node.listeners
-                    .retain_mut(|l| m.endpoint(id, &mut l.host, &mut l.port));
-            }
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::ShareFetch => {
-            let mut r = decode::<ShareFetchResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::ShareAcknowledge => {
-            let mut r = decode::<ShareAcknowledgeResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::Vote => {
-            let mut r = decode::<VoteResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::BeginQuorumEpoch => {
-            let mut r = decode::<BeginQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::EndQuorumEpoch => {
-            let mut r = decode::<EndQuorumEpochResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        ApiKey::FetchSnapshot => {
-            let mut r = decode::<FetchSnapshotResponse>(&mut buf, version).map_err(fail)?;
-            node_endpoints!(m, r.node_endpoints);
-            out.frame(&r, version, &buf)
-        }
-        other => {
-            return Err(fail(format!(
-                "{other:?} responses carry no broker endpoints"
-            )));
-        }
-    };
-    let frame = frame.map_err(fail)?;
+    let frame = whole::rewrite(api, &mut buf, version, &mut m, &out).map_err(fail)?;
     Ok(Rewritten {
         frame: Frame::whole(frame),
         changed: true,
         learned: m.learned,
         unmapped: m.unmapped,
+    })
+}
+
+/// Rewrites a Produce or Fetch response (`buf`: its body) whose endpoints
+/// are a tagged field: only that field, when it is there and not empty.
+fn rewrite_tagged(
+    api: ApiKey,
+    schema: &'static wire::Schema,
+    frame: &Bytes,
+    buf: &Bytes,
+    version: i16,
+    mut m: Mapper<'_>,
+) -> Result<Rewritten, String> {
+    let layout =
+        wire::check_for_tag(schema, version, buf, NODE_ENDPOINTS_TAG).map_err(|e| e.to_string())?;
+    let trailing = buf.len() - layout.size;
+    if trailing > MAX_TRAILING_BYTES {
+        return Err(format!("{trailing} bytes left over after the message"));
+    }
+    if !layout.present {
+        return Ok(unchanged(frame));
+    }
+    let body_at = frame.len() - buf.len();
+    let spliced = if api == ApiKey::Produce {
+        splice::endpoints(
+            frame,
+            body_at,
+            layout,
+            version,
+            |list: &mut Vec<produce_response::NodeEndpoint>| node_endpoints!(m, list),
+        )
+    } else {
+        splice::endpoints(
+            frame,
+            body_at,
+            layout,
+            version,
+            |list: &mut Vec<fetch_response::NodeEndpoint>| node_endpoints!(m, list),
+        )
+    };
+    // An empty list (some brokers always send the tag) leaves nothing
+    // to rewrite: the frame passes as it came.
+    Ok(match spliced? {
+        None => unchanged(frame),
+        Some(frame) => Rewritten {
+            frame,
+            changed: true,
+            learned: m.learned,
+            unmapped: m.unmapped,
+        },
     })
 }
 

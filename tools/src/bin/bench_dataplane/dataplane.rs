@@ -188,7 +188,17 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
 }
 
 fn emit(r: &Results, plan: Plan) {
-    let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
+    emit_throughput(r);
+    cpus(r);
+    let moderate = format!("{} req/s of 1 KiB per path, acks=1", plan.rate);
+    latency(r, &moderate);
+    cpu_per_gb(r);
+    versus(r, &moderate);
+}
+
+/// Throughput through the proxy against the direct path.
+fn emit_throughput(r: &Results) {
+    let (d, s) = (Path::Direct, Path::Sluice);
     for (key, name, target) in [
         ("produce1", "produce 1 KiB records, acks=1", 0.95),
         ("produceall", "produce 1 KiB records, acks=all", 0.95),
@@ -207,6 +217,11 @@ fn emit(r: &Results, plan: Plan) {
         )
         .emit();
     }
+}
+
+/// The CPUs the client and the broker keep busy, with and without the proxy.
+fn cpus(r: &Results) {
+    let (d, s) = (Path::Direct, Path::Sluice);
     for (key, name) in [
         ("produce1 cores", "produce acks=1"),
         ("produceall cores", "produce acks=all"),
@@ -229,7 +244,11 @@ fn emit(r: &Results, plan: Plan) {
         .baseline("direct", r.get(key, d))
         .emit();
     }
-    let moderate = format!("{} req/s of 1 KiB per path, acks=1", plan.rate);
+}
+
+/// Latency at a moderate rate (`moderate` says which), and what the proxy adds.
+fn latency(r: &Results, moderate: &str) {
+    let (d, s) = (Path::Direct, Path::Sluice);
     for (key, q) in [("p50", "p50"), ("p99", "p99")] {
         Row::new(
             SECTION,
@@ -240,24 +259,22 @@ fn emit(r: &Results, plan: Plan) {
         .baseline("direct", r.get(key, d))
         .emit();
     }
-    let added = |p: Path| -> Vec<f64> {
-        r.get("p99", p)
-            .iter()
-            .zip(r.get("p99", d))
-            .map(|(a, b)| a - b)
-            .collect()
-    };
     Row::new(
         SECTION,
         "added p99 latency: sluice-proxy minus direct",
         "ms",
-        added(s),
+        added(r, s),
     )
     .target(Target::AtMost(0.2), "<= 0.2 ms")
     .note(format!(
         "{moderate} on each path at once, produce-to-acknowledgement latency, paired repetitions"
     ))
     .emit();
+}
+
+/// The proxy's CPU per GB of records, against haproxy's.
+fn cpu_per_gb(r: &Results) {
+    let (s, h) = (Path::Sluice, Path::Haproxy);
     for (key, name) in [
         ("produce1 cpu", "produce acks=1"),
         ("produceall cpu", "produce acks=all"),
@@ -274,6 +291,11 @@ fn emit(r: &Results, plan: Plan) {
         .note("CPU-seconds per GB of record payload = millicores per MB/s")
         .emit();
     }
+}
+
+/// sluice-proxy against haproxy, and haproxy against the direct path.
+fn versus(r: &Results, moderate: &str) {
+    let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
     for (key, name) in [
         ("produce1", "produce acks=1"),
         ("produceall", "produce acks=all"),
@@ -318,7 +340,16 @@ fn emit(r: &Results, plan: Plan) {
         VERSUS,
         "added p99 latency: haproxy minus direct (reference)",
         "ms",
-        added(h),
+        added(r, h),
     )
     .emit();
+}
+
+/// p99 latency on path `p` minus the direct path's, repetition by repetition.
+fn added(r: &Results, p: Path) -> Vec<f64> {
+    r.get("p99", p)
+        .iter()
+        .zip(r.get("p99", Path::Direct))
+        .map(|(a, b)| a - b)
+        .collect()
 }

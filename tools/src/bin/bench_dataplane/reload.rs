@@ -94,6 +94,15 @@ pub(crate) fn run(rig: &mut Rig, reps: usize, rate: u32) {
             p99[w].push(held.finish()["p99_ms"].as_f64().unwrap_or(f64::NAN));
         }
     }
+    emit_latency(p99, &rate);
+    emit_timings(timings);
+    proxy.assert_clean_logs();
+    rig.drop_topic(Path::Direct, &topic);
+}
+
+/// The unchanged cluster's p99 with and without reloads, and the direct
+/// control's (`p99`: proxied busy, proxied quiet, direct busy, direct quiet).
+fn emit_latency(p99: [Vec<f64>; 4], rate: &str) {
     let [proxied_busy, proxied_quiet, direct_busy, direct_quiet] = p99;
     Row::new(SECTION, format!("unchanged cluster p99 during {RELOADS} reloads"), "ms", proxied_busy.clone())
         .baseline("no reloads", proxied_quiet)
@@ -119,6 +128,10 @@ pub(crate) fn run(rig: &mut Rig, reps: usize, rate: u32) {
     )
     .baseline("direct during reloads", direct_busy)
     .emit();
+}
+
+/// How long the admin API's reloads and validations took.
+fn emit_timings(timings: Timings) {
     let Timings {
         commit,
         wall,
@@ -148,6 +161,4 @@ pub(crate) fn run(rig: &mut Rig, reps: usize, rate: u32) {
     )
     .target(Target::AtMost(50.0), "<= 50 ms")
     .emit();
-    proxy.assert_clean_logs();
-    rig.drop_topic(Path::Direct, &topic);
 }

@@ -10,12 +10,14 @@
 //! - [`metrics`]: Prometheus text, summed by label
 //! - [`run`]: the processes, the loop, the collection
 //! - [`edges`]: SIGHUPs and concurrent reloads meanwhile, SIGTERM at the end
-//! - [`report`]: checks, JSON and table
+//! - [`checks`]: the verdict, check by check
+//! - [`report`]: what was collected and the verdict, as JSON and a table
 //! - [`context`]: the machine and the commit measured
 
 use std::process::ExitCode;
 
 mod args;
+mod checks;
 mod context;
 mod edges;
 mod metrics;
@@ -40,7 +42,7 @@ fn main() -> ExitCode {
     // Every process started is owned by a guard inside `run`: they are all
     // ended, by PID, before it returns or while a panic unwinds.
     let collected = run::run(&args);
-    let checks = report::checks(&collected, &args);
+    let checks = checks::checks(&collected, &args);
     let json = report::json(&collected, &args, &checks);
     let path = args.out.join("report.json");
     let text = serde_json::to_string_pretty(&json).expect("report as JSON");

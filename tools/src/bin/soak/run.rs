@@ -107,10 +107,7 @@ impl Pids {
 pub(crate) fn run(args: &Args) -> Collected {
     std::fs::create_dir_all(&args.out).expect("create the output directory");
     let mut pids = Pids(std::fs::File::create(args.out.join("pids")).expect("pids file"));
-    let tansu = Tansu::start();
-    pids.add("tansu", tansu.pid());
-    tansu.create_topic("unchanged", 3);
-    tansu.create_topic("modified", 3);
+    let tansu = start_broker(&mut pids);
     let p = Ports {
         admin: port(),
         unchanged: ports(2),
@@ -121,45 +118,16 @@ pub(crate) fn run(args: &Args) -> Collected {
     let _held = TcpListener::bind(("127.0.0.1", p.occupied)).expect("hold the occupied port");
     let mut plan = Plan::new(&tansu.addr, p);
     let base = plan.base();
-    // `--persist`: the file a SIGHUP reads holds what the watcher applied.
-    let options = Options {
-        admin_port: Some(p.admin),
-        args: vec!["--persist".into()],
-        ..Options::default()
-    };
-    let mut proxy = Proxy::launch(tempfile::tempdir().expect("dir"), &base, &options);
-    pids.add("sluice-proxy", proxy.pid());
     let dir = tempfile::tempdir().expect("dir");
     let mut volume = Volume::create(dir.path(), "proxy.yaml", base.as_bytes());
-    let mut watcher = Watcher::start(
-        &volume.path(),
-        &proxy.admin,
-        &[
-            "--stagger",
-            "0s",
-            "--jitter",
-            "0s",
-            "--retry-deadline",
-            RETRY_DEADLINE,
-        ],
-    );
-    pids.add("sluice-watcher", watcher.process().pid());
+    let (mut proxy, mut watcher) = launch(&base, p, &volume, &mut pids);
     let ends = Endpoints {
         admin: proxy.admin.clone(),
         watcher: watcher.http.clone(),
     };
     let quiet_start = monitor::usage(proxy.pid()).unwrap_or_default();
     let fds_start = monitor::descriptors(proxy.pid());
-
-    let bootstrap = |port: u16| format!("127.0.0.1:{port}");
-    let clients = std::thread::scope(|s| {
-        let u = s.spawn(|| Steady::start(&bootstrap(p.unchanged), "unchanged", "u-group", true));
-        let m = s.spawn(|| Steady::start(&bootstrap(p.modified), "modified", "m-group", true));
-        [u.join(), m.join()].map(|c| c.unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
-    for c in &clients {
-        pids.add("steady.py", c.pid());
-    }
+    let clients = start_clients(p, &mut pids);
     let unchanged_total = "sluice_connections_total";
     let unchanged_label = [("cluster", "unchanged")];
     let connected = scrape(&ends.admin).sum(unchanged_total, &unchanged_label);
@@ -170,39 +138,15 @@ pub(crate) fn run(args: &Args) -> Collected {
     let prober = monitor::prober(&[("unchanged", p.unchanged), ("modified", p.modified)]);
 
     let disturbances = edges::start(&ends.admin, proxy.pid());
-    let started = Instant::now();
-    let mut records = Vec::new();
-    let mut aborted = None;
-    let mut timeouts = 0;
-    while records.len() < args.reloads as usize || started.elapsed() < args.duration {
-        if let Some(why) = gone(&mut proxy, &mut watcher) {
-            aborted = Some(why);
-            break;
-        }
-        let record = execute(plan.next(), &mut volume, &ends, p);
-        timeouts = match record.observed.outcome {
-            Outcome::TimedOut => timeouts + 1,
-            _ => 0,
-        };
-        records.push(record);
-        if timeouts >= 3 {
-            aborted = Some("three changes in a row showed no outcome".into());
-            break;
-        }
-        // Pace the reloads evenly over the duration.
-        let due = args
-            .duration
-            .mul_f64(records.len() as f64 / f64::from(args.reloads));
-        if let Some(rest) = due.checked_sub(started.elapsed()) {
-            std::thread::sleep(rest);
-        }
-    }
-    if aborted.is_none()
-        && let Some(step) = plan.restore()
-    {
-        records.push(execute(step, &mut volume, &ends, p));
-    }
-    let reloading = started.elapsed();
+    let (records, aborted, reloading) = reload(
+        args,
+        &mut plan,
+        &mut volume,
+        &ends,
+        p,
+        &mut proxy,
+        &mut watcher,
+    );
     let disturbed = disturbances.stop(&proxy);
     settle(&ends.admin, false);
     let probes = prober.stop();
@@ -211,12 +155,7 @@ pub(crate) fn run(args: &Args) -> Collected {
     let probed_unchanged = probes[0].opened as f64;
     let unchanged_reconnections =
         metrics.sum(unchanged_total, &unchanged_label) - connected - probed_unchanged;
-
-    let clients = std::thread::scope(|s| {
-        clients
-            .map(|c| s.spawn(move || c.finish()))
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
+    let clients = finish_clients(clients);
     settle(&ends.admin, true);
     let quiet_end = monitor::usage(proxy.pid()).unwrap_or_default();
     let fds_end = monitor::descriptors(proxy.pid());
@@ -239,6 +178,117 @@ pub(crate) fn run(args: &Args) -> Collected {
         sigterm: Sigterm::default(),
     };
     collected.sigterm = edges::sigterm(&mut proxy, p.unchanged);
+    save_logs(args, &proxy, &watcher, &ends);
+    collected
+}
+
+/// Starts tansu, the broker, with the two clusters' topics.
+fn start_broker(pids: &mut Pids) -> Tansu {
+    let tansu = Tansu::start();
+    pids.add("tansu", tansu.pid());
+    tansu.create_topic("unchanged", 3);
+    tansu.create_topic("modified", 3);
+    tansu
+}
+
+/// Starts the proxy (with `--persist`: the file a SIGHUP reads holds what
+/// the watcher applied) and the watcher that reloads it.
+fn launch(base: &str, p: Ports, volume: &Volume, pids: &mut Pids) -> (Proxy, Watcher) {
+    let options = Options {
+        admin_port: Some(p.admin),
+        args: vec!["--persist".into()],
+        ..Options::default()
+    };
+    let proxy = Proxy::launch(tempfile::tempdir().expect("dir"), base, &options);
+    pids.add("sluice-proxy", proxy.pid());
+    let mut watcher = Watcher::start(
+        &volume.path(),
+        &proxy.admin,
+        &[
+            "--stagger",
+            "0s",
+            "--jitter",
+            "0s",
+            "--retry-deadline",
+            RETRY_DEADLINE,
+        ],
+    );
+    pids.add("sluice-watcher", watcher.process().pid());
+    (proxy, watcher)
+}
+
+/// Starts steady.py against both clusters: `unchanged`, then `modified`.
+fn start_clients(p: Ports, pids: &mut Pids) -> [Steady; 2] {
+    let bootstrap = |port: u16| format!("127.0.0.1:{port}");
+    let clients = std::thread::scope(|s| {
+        let u = s.spawn(|| Steady::start(&bootstrap(p.unchanged), "unchanged", "u-group", true));
+        let m = s.spawn(|| Steady::start(&bootstrap(p.modified), "modified", "m-group", true));
+        [u.join(), m.join()].map(|c| c.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    for c in &clients {
+        pids.add("steady.py", c.pid());
+    }
+    clients
+}
+
+/// Stops steady.py on both clusters: their reports.
+fn finish_clients(clients: [Steady; 2]) -> [Value; 2] {
+    std::thread::scope(|s| {
+        clients
+            .map(|c| s.spawn(move || c.finish()))
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    })
+}
+
+/// Publishes the plan's changes, paced over the duration, until enough
+/// were published for long enough (or the run must stop): every record,
+/// why it stopped early if it did, and how long it took.
+fn reload(
+    args: &Args,
+    plan: &mut Plan,
+    volume: &mut Volume,
+    ends: &Endpoints,
+    p: Ports,
+    proxy: &mut Proxy,
+    watcher: &mut Watcher,
+) -> (Vec<Record>, Option<String>, Duration) {
+    let started = Instant::now();
+    let mut records = Vec::new();
+    let mut aborted = None;
+    let mut timeouts = 0;
+    while records.len() < args.reloads as usize || started.elapsed() < args.duration {
+        if let Some(why) = gone(proxy, watcher) {
+            aborted = Some(why);
+            break;
+        }
+        let record = execute(plan.next(), volume, ends, p);
+        timeouts = match record.observed.outcome {
+            Outcome::TimedOut => timeouts + 1,
+            _ => 0,
+        };
+        records.push(record);
+        if timeouts >= 3 {
+            aborted = Some("three changes in a row showed no outcome".into());
+            break;
+        }
+        // Pace the reloads evenly over the duration.
+        let due = args
+            .duration
+            .mul_f64(records.len() as f64 / f64::from(args.reloads));
+        if let Some(rest) = due.checked_sub(started.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    if aborted.is_none()
+        && let Some(step) = plan.restore()
+    {
+        records.push(execute(step, volume, ends, p));
+    }
+    (records, aborted, started.elapsed())
+}
+
+/// Keeps the processes' logs and last metrics in the output directory.
+fn save_logs(args: &Args, proxy: &Proxy, watcher: &Watcher, ends: &Endpoints) {
     let _ = std::fs::write(args.out.join("proxy.log"), proxy.logs().join("\n"));
     let _ = std::fs::write(args.out.join("watcher.log"), watcher.logs().join("\n"));
     for (name, addr) in [("proxy", &ends.admin), ("watcher", &ends.watcher)] {
@@ -246,7 +296,6 @@ pub(crate) fn run(args: &Args) -> Collected {
             let _ = std::fs::write(args.out.join(format!("{name}-metrics.txt")), r.body);
         }
     }
-    collected
 }
 
 /// Publishes one change and checks the clusters against its outcome.
