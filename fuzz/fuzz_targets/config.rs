@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_proxy::config::{PathsOnly, diff, validate};
+use sluice_config::{PathsOnly, diff, validate};
 
 const BASE: &str = "virtualClusters:\n  - name: a\n    upstream: { bootstrapServers: [k:9092] }\n    gateway: { advertisedHost: p, bootstrapPort: 19092, brokerPorts: { start: 19093, count: 3 } }\n";
 

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_proxy::kafka::frame::{expects_response, request_frame_len, request_header, response_correlation_id, response_frame_len};
+use sluice_kafka::frame::{expects_response, request_frame_len, request_header, response_correlation_id, response_frame_len};
 
 fuzz_target!(|data: &[u8]| {
     let mut rest = data;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use sluice_proxy::config::PathsOnly;
+use sluice_config::PathsOnly;
 use sluice_webhook::decide::{Policy, decide};
 use sluice_webhook::review::{parse, respond};
 

@@ -4,12 +4,12 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
-use sluice_proxy::config::model::BrokerPorts;
-use sluice_proxy::config::types::Port;
-use sluice_proxy::kafka::deny::{DENIABLE_APIS, deny_response};
-use sluice_proxy::kafka::frame::RequestHeader;
-use sluice_proxy::kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
-use sluice_proxy::kafka::versions::cap_api_versions;
+use sluice_config::model::BrokerPorts;
+use sluice_config::types::Port;
+use sluice_kafka::deny::{DENIABLE_APIS, deny_response};
+use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
+use sluice_kafka::versions::cap_api_versions;
 
 fuzz_target!(|data: &[u8]| {
     let [pick, version, body @ ..] = data else { return };

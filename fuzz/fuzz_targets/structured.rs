@@ -1,6 +1,6 @@
 //! Structure-aware: the fuzzer's bytes choose an API, a version and every
 //! field of a *valid* response, built from the layout the proxy checks
-//! against (`sluice_proxy::kafka::wire`). Each must be rewritten (never
+//! against (`sluice_kafka::wire`). Each must be rewritten (never
 //! refused), the result must be accepted again, and rewriting is idempotent:
 //! a second pass changes nothing.
 #![no_main]
@@ -8,12 +8,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 use libfuzzer_sys::fuzz_target;
-use sluice_proxy::config::model::BrokerPorts;
-use sluice_proxy::config::types::Port;
-use sluice_proxy::kafka::frame::RequestHeader;
-use sluice_proxy::kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
-use sluice_proxy::kafka::versions::cap_api_versions;
-use sluice_proxy::kafka::wire::arbitrary::{Entropy, response};
+use sluice_config::model::BrokerPorts;
+use sluice_config::types::Port;
+use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
+use sluice_kafka::versions::cap_api_versions;
+use sluice_kafka::wire::arbitrary::{Entropy, response};
 
 /// One byte a choice; zeros once the input runs out.
 struct Input<'a>(&'a [u8]);

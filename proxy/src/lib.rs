@@ -1,7 +1,6 @@
 //! `sluice-proxy`: a Kafka proxy whose configuration changes without restarts.
 //!
 //! - `filter`: the request filter chain, built from `sluice-config`'s specs
-//! - [`kafka`]: framing, address rewriting, ApiVersions capping, error responses
 //! - [`dataplane`]: listeners, connections and upstream access
 //! - [`metrics`]: the Prometheus registry
 //! - `budget`: the process-wide budget of buffered bytes
@@ -25,7 +24,6 @@ mod dataplane;
 pub mod engine;
 mod events;
 mod filter;
-pub mod kafka;
 mod lifecycle;
 pub mod metrics;
 pub mod server;

@@ -18,8 +18,8 @@ use crate::config::model::{Routing, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::filter::Filter;
-use crate::kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
 use crate::metrics::{ClusterMetrics, Metrics};
+use sluice_kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
 
 /// An upstream node's address as the upstream cluster announces it.
 #[derive(Debug, Clone, PartialEq, Eq)]

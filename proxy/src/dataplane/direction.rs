@@ -12,8 +12,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::upstream::UpstreamError;
-use crate::kafka::frame::{FrameError, RequestHeader};
-use crate::kafka::rewrite::RewriteError;
+use sluice_kafka::frame::{FrameError, RequestHeader};
+use sluice_kafka::rewrite::RewriteError;
 
 /// Requests that may await their response at once on one connection,
 /// answered by the upstream or by the proxy; more stop the proxy reading

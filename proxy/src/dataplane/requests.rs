@@ -19,9 +19,9 @@ use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot
 use super::inflight::Sender;
 use super::splice::Splice;
 use crate::filter::{RequestHead, Verdict};
-use crate::kafka::api_name;
-use crate::kafka::deny::deny_response;
-use crate::kafka::frame::{
+use sluice_kafka::api_name;
+use sluice_kafka::deny::deny_response;
+use sluice_kafka::frame::{
     REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_frame_size,
     request_header,
 };

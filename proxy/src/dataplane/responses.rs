@@ -17,12 +17,12 @@ use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;
-use crate::kafka::api_name;
-use crate::kafka::frame::{
+use sluice_kafka::api_name;
+use sluice_kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
 };
-use crate::kafka::rewrite::{Frame, rewrite_response, rewrites};
-use crate::kafka::versions::cap_api_versions;
+use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::versions::cap_api_versions;
 
 /// Kafka's ApiVersions key.
 const API_VERSIONS: i16 = 18;

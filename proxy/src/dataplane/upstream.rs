@@ -13,7 +13,7 @@ use super::cluster::{ClusterRuntime, NodeAddr};
 use super::sasl::{SaslError, authenticate};
 use super::stream::Stream;
 use crate::config::sasl::SaslMechanism;
-use crate::kafka::rewrite::Learned;
+use sluice_kafka::rewrite::Learned;
 
 /// How long connecting (TCP and TLS) to a broker may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

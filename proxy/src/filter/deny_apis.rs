@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::{Filter, RequestHead, Verdict};
-use crate::kafka::deny::POLICY_VIOLATION;
+use sluice_kafka::deny::POLICY_VIOLATION;
 
 /// Denies every request whose API key is in the set.
 #[derive(Debug, Clone, PartialEq, Eq)]

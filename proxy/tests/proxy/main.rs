@@ -5,10 +5,9 @@
 //!
 //! - `admin_api`: the admin router in-process: callers, errors, corpus parity
 //! - `cli`: `sluice-proxy check` and `diff`, run as the real binary
-//! - `protocol`: ApiVersions capping and the proxy's own error responses
-//! - `rewrite`: address rewriting per API and version, against golden frames
+//!
+//! The Kafka codec's own tests (ApiVersions capping, error responses,
+//! address rewriting) are in `sluice-kafka`'s `tests/codec`.
 
 mod admin_api;
 mod cli;
-mod protocol;
-mod rewrite;

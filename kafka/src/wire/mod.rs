@@ -66,7 +66,7 @@ pub(crate) struct Tagged {
 
 /// The layout of one message or nested structure.
 #[derive(Debug)]
-pub(crate) struct Schema {
+pub struct Schema {
     name: &'static str,
     versions: (i16, i16),
     /// The first flexible version (compact encodings, tagged fields).
@@ -104,14 +104,14 @@ pub(crate) const RESPONSE_HEADER: Schema = Schema {
 };
 
 /// A message type whose layout is known.
-pub(crate) trait Checked: Decodable {
+pub trait Checked: Decodable {
     /// Its layout.
     const SCHEMA: &'static Schema;
 }
 
 /// Why a message does not match its layout: where, and what.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Malformed {
+pub struct Malformed {
     path: Vec<&'static str>,
     reason: String,
 }
@@ -132,7 +132,7 @@ impl fmt::Display for Malformed {
 
 /// Walks `bytes` as a `schema` message at `version`; returns how many bytes
 /// the message takes.
-pub(crate) fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {
+pub fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {
     check_for_tag(schema, version, bytes, u32::MAX).map(|l| l.size)
 }
 

@@ -13,10 +13,10 @@ use kafka_protocol::messages::{
     find_coordinator_response, metadata_response, produce_response,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use sluice_proxy::config::model::BrokerPorts;
-use sluice_proxy::config::types::Port;
-use sluice_proxy::kafka::frame::RequestHeader;
-use sluice_proxy::kafka::rewrite::{Advertised, Learned, rewrite_response, rewrites};
+use sluice_config::model::BrokerPorts;
+use sluice_config::types::Port;
+use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::rewrite::{Advertised, Learned, rewrite_response, rewrites};
 
 /// A KIP-951 response's endpoints (`$ty` is its `NodeEndpoint`) from
 /// `(node id, host, port)`.

@@ -121,8 +121,8 @@ fn versions_the_crate_refuses_are_refused() {
 
 #[test]
 fn every_message_the_proxy_decodes_has_a_layout() {
-    use crate::kafka::deny::DENIABLE_APIS;
-    use crate::kafka::rewrite::REWRITTEN_APIS;
+    use crate::deny::DENIABLE_APIS;
+    use crate::rewrite::REWRITTEN_APIS;
     use kafka_protocol::messages::ApiKey;
     for api in REWRITTEN_APIS.iter().chain([&ApiKey::ApiVersions]) {
         assert!(super::schemas::response(*api).is_some(), "{api:?} response");

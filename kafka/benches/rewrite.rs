@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchResponse, ResponseHeader, fetch_response};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use sluice_proxy::config::model::BrokerPorts;
-use sluice_proxy::config::types::Port;
-use sluice_proxy::kafka::frame::RequestHeader;
-use sluice_proxy::kafka::rewrite::{Advertised, rewrite_response};
+use sluice_config::model::BrokerPorts;
+use sluice_config::types::Port;
+use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::rewrite::{Advertised, rewrite_response};
 
 const RUNS: usize = 41;
 

@@ -7,10 +7,10 @@ use kafka_protocol::messages::{
     api_versions_response, create_topics_request, delete_topics_request,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use sluice_proxy::kafka::deny::POLICY_VIOLATION;
-use sluice_proxy::kafka::deny::{DENIABLE_APIS, deny_response};
-use sluice_proxy::kafka::frame::{RequestHeader, request_header};
-use sluice_proxy::kafka::versions::cap_api_versions;
+use sluice_kafka::deny::POLICY_VIOLATION;
+use sluice_kafka::deny::{DENIABLE_APIS, deny_response};
+use sluice_kafka::frame::{RequestHeader, request_header};
+use sluice_kafka::versions::cap_api_versions;
 
 fn prefixed(b: BytesMut) -> Bytes {
     let mut f = BytesMut::new();

@@ -28,8 +28,8 @@ use super::frame::RequestHeader;
 use super::splice;
 pub use super::splice::Frame;
 use super::wire::{self, Checked};
-use crate::config::model::BrokerPorts;
-use crate::config::types::HostPattern;
+use sluice_config::model::BrokerPorts;
+use sluice_config::types::HostPattern;
 
 mod mapper;
 mod whole;

@@ -1,5 +1,7 @@
-//! The Kafka wire protocol, as far as the proxy needs it. Pure: bytes in,
-//! bytes out, no sockets.
+//! `sluice-kafka`: the Kafka wire protocol, as far as the proxy needs it.
+//! Pure: bytes in, bytes out; no runtime, no sockets, no files (the proxy's
+//! data plane does the I/O and calls in here). The fuzz targets link this
+//! crate alone.
 //!
 //! - [`frame`]: length-prefixed frames and the request header fields routing needs
 //! - [`rewrite`]: broker endpoints in responses replaced by the proxy's own
@@ -7,6 +9,8 @@
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod codec;
 pub mod deny;
