@@ -7,10 +7,10 @@ use kafka_protocol::messages::{
     RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use sluice_kafka::wire::{self, Checked};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::stream::BoxIo;
-use sluice_kafka::wire::{self, Checked};
 
 /// Largest response the proxy's own client accepts.
 const MAX_OWN_RESPONSE: usize = 16 * 1024 * 1024;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
+use sluice_kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -19,7 +20,6 @@ use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::filter::Filter;
 use crate::metrics::{ClusterMetrics, Metrics};
-use sluice_kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
 
 /// An upstream node's address as the upstream cluster announces it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,12 +8,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
+use sluice_kafka::frame::{FrameError, RequestHeader};
+use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::upstream::UpstreamError;
-use sluice_kafka::frame::{FrameError, RequestHeader};
-use sluice_kafka::rewrite::RewriteError;
 
 /// Requests that may await their response at once on one connection,
 /// answered by the upstream or by the proxy; more stop the proxy reading

@@ -9,6 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use sluice_kafka::api_name;
+use sluice_kafka::deny::deny_response;
+use sluice_kafka::frame::{
+    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_frame_size,
+    request_header,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -19,12 +25,6 @@ use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot
 use super::inflight::Sender;
 use super::splice::Splice;
 use crate::filter::{RequestHead, Verdict};
-use sluice_kafka::api_name;
-use sluice_kafka::deny::deny_response;
-use sluice_kafka::frame::{
-    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_frame_size,
-    request_header,
-};
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
 /// answers waiting for a client that does not read are bounded in bytes

@@ -8,6 +8,12 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
+use sluice_kafka::api_name;
+use sluice_kafka::frame::{
+    RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
+};
+use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::versions::cap_api_versions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::block::charged;
@@ -17,12 +23,6 @@ use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;
-use sluice_kafka::api_name;
-use sluice_kafka::frame::{
-    RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
-};
-use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
-use sluice_kafka::versions::cap_api_versions;
 
 /// Kafka's ApiVersions key.
 const API_VERSIONS: i16 = 18;

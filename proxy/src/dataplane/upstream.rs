@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use rustls_pki_types::ServerName;
+use sluice_kafka::rewrite::Learned;
 use tokio::net::TcpStream;
 
 use super::client::{Step, hung_up, metadata, metadata_version};
@@ -13,7 +14,6 @@ use super::cluster::{ClusterRuntime, NodeAddr};
 use super::sasl::{SaslError, authenticate};
 use super::stream::Stream;
 use crate::config::sasl::SaslMechanism;
-use sluice_kafka::rewrite::Learned;
 
 /// How long connecting (TCP and TLS) to a broker may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

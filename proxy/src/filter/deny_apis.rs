@@ -1,12 +1,13 @@
 //! `deny-apis`: answers the listed Kafka APIs from the proxy with
 //! POLICY_VIOLATION, so e.g. `DeleteTopics` cannot reach the cluster while
 //! the rest of the connection keeps working. Which APIs may be listed is
-//! validated in `sluice-config`; the answers are made in `kafka::deny`.
+//! validated in `sluice-config`; the answers are made in `sluice_kafka::deny`.
 
 use std::collections::BTreeSet;
 
-use super::{Filter, RequestHead, Verdict};
 use sluice_kafka::deny::POLICY_VIOLATION;
+
+use super::{Filter, RequestHead, Verdict};
 
 /// Denies every request whose API key is in the set.
 #[derive(Debug, Clone, PartialEq, Eq)]
