@@ -160,6 +160,34 @@ pub enum ReloadStatus {
     ShuttingDown,
 }
 
+impl ReloadStatus {
+    /// Every status, for code that must name each one (the metrics'
+    /// label values are these).
+    pub const ALL: [ReloadStatus; 7] = [
+        ReloadStatus::Applied,
+        ReloadStatus::Unchanged,
+        ReloadStatus::Rejected,
+        ReloadStatus::Failed,
+        ReloadStatus::Conflict,
+        ReloadStatus::PreconditionFailed,
+        ReloadStatus::ShuttingDown,
+    ];
+
+    /// The name on the wire, and the `result` label of the proxy's
+    /// `sluice_config_reload_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadStatus::Applied => "applied",
+            ReloadStatus::Unchanged => "unchanged",
+            ReloadStatus::Rejected => "rejected",
+            ReloadStatus::Failed => "failed",
+            ReloadStatus::Conflict => "conflict",
+            ReloadStatus::PreconditionFailed => "precondition_failed",
+            ReloadStatus::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
 /// One validation attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use sluice_process::Exit;
 pub use sluice_process::LogFormat;
 
-use crate::config::{self, ConfigError, LocalFiles, ValidConfig, read_config};
+use crate::config::{self, ConfigProblem, LocalFiles, ValidConfig, read_config};
 use crate::server::RunOptions;
 
 mod check;
@@ -159,7 +159,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCo
 
 /// Reads and validates one file, with relative paths taken from its
 /// directory (or, with `paths_only`, without reading referenced files).
-fn load(path: &Path, paths_only: bool) -> io::Result<Result<ValidConfig, Vec<ConfigError>>> {
+fn load(path: &Path, paths_only: bool) -> io::Result<Result<ValidConfig, Vec<ConfigProblem>>> {
     let bytes = read_config(path)?;
     Ok(if paths_only {
         config::validate(&bytes, &config::PathsOnly)

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AppState};
 use crate::config::read_config;
-use crate::config::{self, ConfigError, LocalFiles};
+use crate::config::{self, ConfigProblem, LocalFiles};
 use crate::engine::{Engine, ReloadOutcome, StartError};
 use crate::metrics::Metrics;
 
@@ -51,7 +51,7 @@ pub enum RunError {
         /// The file.
         path: String,
         /// Every error.
-        errors: Vec<ConfigError>,
+        errors: Vec<ConfigProblem>,
     },
     /// Clusters failed to start under fail-fast.
     #[error(transparent)]

@@ -5,7 +5,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::{CheckArgs, EXIT_INVALID, EXIT_USAGE, EXIT_VALID, Format, display, load};
-use crate::config::ConfigError;
+use crate::config::ConfigProblem;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -16,7 +16,7 @@ struct FileReport {
     config_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_clusters: Option<Vec<String>>,
-    errors: Vec<ConfigError>,
+    errors: Vec<ConfigProblem>,
     /// Certificates close to expiry or past it, or not covering a
     /// cluster's SNI names: worth a look, not invalid (validation itself is
     /// free of the clock, and a client may not verify names).

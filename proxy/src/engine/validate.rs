@@ -3,9 +3,7 @@
 //! recorded for `/admin/config/status`.
 
 use super::Engine;
-use crate::config::{
-    ConfigDiff, ConfigError, ConfigVersion, Referenced, diff, validate_referenced,
-};
+use crate::config::{Changes, ConfigProblem, ConfigVersion, Referenced, diff, validate_referenced};
 
 /// How validating a configuration ended.
 #[derive(Debug, Clone)]
@@ -15,7 +13,7 @@ pub enum ValidateOutcome {
         /// Its version.
         version: ConfigVersion,
         /// What a reload would change, compared with the configuration in force.
-        changes: ConfigDiff,
+        changes: Changes,
         /// The files it references, and its effective version.
         referenced: Referenced,
     },
@@ -24,7 +22,7 @@ pub enum ValidateOutcome {
         /// Version of the bytes sent.
         version: ConfigVersion,
         /// Every error, sorted by position.
-        errors: Vec<ConfigError>,
+        errors: Vec<ConfigProblem>,
         /// The files it references (those it could not read included).
         referenced: Referenced,
     },

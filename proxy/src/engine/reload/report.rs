@@ -9,7 +9,7 @@ use super::ReloadOutcome;
 use crate::config::{ConfigVersion, ProxyConfig};
 use crate::engine::Engine;
 use crate::engine::status::Touched;
-use crate::events::ReloadResult;
+use sluice_admin_api::ReloadStatus;
 
 impl Engine {
     /// The version an attempt with `bytes` is recorded under: theirs, or,
@@ -42,16 +42,16 @@ impl Engine {
                     modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
                     removed: changes.removed.clone(),
                 };
-                (ReloadResult::Applied, touched, None)
+                (ReloadStatus::Applied, touched, None)
             }
-            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Touched::default(), None),
+            ReloadOutcome::Unchanged { .. } => (ReloadStatus::Unchanged, Touched::default(), None),
             ReloadOutcome::Rejected { errors, .. } => (
-                ReloadResult::Rejected,
+                ReloadStatus::Rejected,
                 Touched::default(),
                 Some(format!("configuration invalid: {} errors", errors.len())),
             ),
             ReloadOutcome::PreconditionFailed { current, effective } => (
-                ReloadResult::PreconditionFailed,
+                ReloadStatus::PreconditionFailed,
                 Touched::default(),
                 Some(match effective {
                     None => format!("If-Match does not match the version in force ({current})"),
@@ -61,17 +61,17 @@ impl Engine {
                 }),
             ),
             ReloadOutcome::Failed { reason, .. } => (
-                ReloadResult::Failed,
+                ReloadStatus::Failed,
                 Touched::default(),
                 Some(reason.clone()),
             ),
             ReloadOutcome::Busy { .. } => (
-                ReloadResult::Conflict,
+                ReloadStatus::Conflict,
                 Touched::default(),
                 Some("another reload is in progress".to_owned()),
             ),
             ReloadOutcome::ShuttingDown { .. } => (
-                ReloadResult::ShuttingDown,
+                ReloadStatus::ShuttingDown,
                 Touched::default(),
                 Some("the proxy is shutting down".to_owned()),
             ),
@@ -92,7 +92,7 @@ impl Engine {
         // The status is recorded before the event is logged, so whoever sees
         // the log line finds the attempt in `/admin/config/status`. A refused
         // concurrent attempt does not overwrite the running one's record.
-        if result != ReloadResult::Conflict {
+        if result != ReloadStatus::Conflict {
             let stage = match outcome {
                 ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
                 ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
