@@ -26,10 +26,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::fmt;
 use std::sync::Arc;
-
-use serde::Serialize;
 
 pub mod apis;
 mod build;
@@ -51,33 +48,13 @@ pub use diff::diff;
 pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
 pub use referenced::Referenced;
-pub use sluice_admin_api::{Changes, ConfigProblem, ModifiedCluster};
+pub use sluice_admin_api::{
+    AttemptedVersion, Changes, ConfigProblem, ConfigVersion, EffectiveVersion, ModifiedCluster,
+};
+pub use sluice_volume::config_version;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
-
-/// `sha256:<hex>` of a configuration's exact bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ConfigVersion(String);
-
-impl ConfigVersion {
-    /// The version of these bytes.
-    pub fn of(bytes: &[u8]) -> Self {
-        ConfigVersion(sluice_volume::sha256_hex(bytes))
-    }
-
-    /// The version as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ConfigVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// A configuration that passed validation, with the bytes it came from.
 #[derive(Debug, Clone)]
@@ -105,8 +82,8 @@ pub fn validate_referenced(
 ) -> (Result<ValidConfig, Vec<ConfigProblem>>, Referenced) {
     let recording = referenced::Recording::new(files);
     let checked = check(bytes, &recording);
-    let version = ConfigVersion::of(bytes);
-    let referenced = recording.referenced(version.as_str());
+    let version = sluice_volume::config_version(bytes);
+    let referenced = recording.referenced(&version);
     let valid = checked.map(|config| ValidConfig {
         config: Arc::new(config),
         version,

@@ -5,18 +5,19 @@
 
 use std::sync::Mutex;
 
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use sluice_volume::{effective_version, sha256_hex};
 
 use crate::files::{FileError, FileSource};
 
 /// The files a validation read and the effective version they make.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Referenced {
     /// Every referenced path, as written in the configuration, in the order
     /// validation read them, each once.
     pub files: Vec<String>,
-    /// `sha256:<hex>` of the configuration and the contents of `files`.
-    pub effective_version: String,
+    /// The configuration's version and the contents of `files`, digested.
+    pub effective_version: EffectiveVersion,
 }
 
 /// A [`FileSource`] that remembers what was read through it: each path
@@ -35,7 +36,7 @@ impl<'a> Recording<'a> {
     }
 
     /// What was read, for a configuration of version `config_version`.
-    pub(crate) fn referenced(self, config_version: &str) -> Referenced {
+    pub(crate) fn referenced(self, config_version: &ConfigVersion) -> Referenced {
         let reads = self
             .reads
             .into_inner()
@@ -84,7 +85,7 @@ mod tests {
         for path in ["b.pem", "a.pem", "b.pem", "missing.pem"] {
             let _ = recording.read(path);
         }
-        let first = recording.referenced("sha256:c");
+        let first = recording.referenced(&sluice_volume::config_version(b"c"));
         assert_eq!(first.files, ["b.pem", "a.pem", "missing.pem"]);
 
         let changed = MemoryFiles::default()
@@ -94,7 +95,7 @@ mod tests {
         for path in ["b.pem", "a.pem", "missing.pem"] {
             let _ = recording.read(path);
         }
-        let second = recording.referenced("sha256:c");
+        let second = recording.referenced(&sluice_volume::config_version(b"c"));
         assert_eq!(second.files, first.files);
         assert_ne!(second.effective_version, first.effective_version);
     }

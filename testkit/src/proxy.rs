@@ -152,7 +152,7 @@ impl Proxy {
 
     /// The configuration version in force.
     pub fn version(&self) -> String {
-        self.status().current_config_version
+        self.status().current_config_version.to_string()
     }
 
     /// Waits until the proxy runs `version` (polling its status, bounded).

@@ -268,7 +268,7 @@ impl Fleet {
     /// Whether pod `i` runs `version`.
     pub fn runs(&self, i: usize, version: &str) -> bool {
         self.status(i)
-            .is_some_and(|s| s.current_config_version == version)
+            .is_some_and(|s| s.current_config_version.as_str() == version)
     }
 }
 

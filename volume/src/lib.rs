@@ -12,6 +12,6 @@ pub mod version;
 #[cfg(feature = "watch")]
 pub mod watch;
 
-pub use version::{effective_version, sha256_hex};
+pub use version::{config_version, effective_version, sha256_hex};
 #[cfg(feature = "watch")]
 pub use watch::{Content, VolumeWatcher, WatchError, WatchOptions};

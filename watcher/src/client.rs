@@ -66,7 +66,9 @@ impl ProxyClient {
 
     /// The configuration version the proxy runs.
     pub async fn current_version(&self) -> Result<String, CallError> {
-        self.status().await.map(|s| s.current_config_version)
+        self.status()
+            .await
+            .map(|s| s.current_config_version.to_string())
     }
 
     /// `GET /admin/config/status`.
@@ -144,12 +146,12 @@ fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>, Str
                 clusters_failed: Vec::new(),
             },
             valid.files,
-            valid.effective_version,
+            valid.effective_version.to_string(),
         )),
         ValidateAnswer::Invalid(invalid) => Ok((
             Answer::Invalid(lines(&invalid.errors)),
             invalid.files,
-            invalid.effective_version,
+            invalid.effective_version.to_string(),
         )),
     }
 }
@@ -198,6 +200,14 @@ mod tests {
 
     use super::*;
 
+    fn version() -> sluice_admin_api::ConfigVersion {
+        sluice_volume::config_version(b"proxy.yaml")
+    }
+
+    fn effective() -> sluice_admin_api::EffectiveVersion {
+        sluice_volume::effective_version(&version(), [])
+    }
+
     /// An answer's body, as the proxy writes it.
     macro_rules! body {
         ($answer:expr) => {
@@ -229,12 +239,12 @@ mod tests {
             address: "127.0.0.1:1".into(),
             cause: "connection refused".into(),
         };
-        let failed = ReloadAnswer::failed("check".into(), "sha256:x".into(), vec![check]);
+        let failed = ReloadAnswer::failed("check".into(), version(), vec![check]);
         assert!(matches!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Fatal(_))
         ));
-        let failed = ReloadAnswer::failed("bind".into(), "sha256:x".into(), Vec::new());
+        let failed = ReloadAnswer::failed("bind".into(), version(), Vec::new());
         assert!(matches!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry(_))
@@ -244,26 +254,26 @@ mod tests {
     #[test]
     fn answers_are_classified_by_status() {
         let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
-        let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
-        let rejected = rejected.referencing(vec!["ca.pem".into()], "sha256:e".into());
+        let rejected =
+            ValidateAnswer::invalid(version(), invalid(), vec!["ca.pem".into()], effective());
         assert_eq!(
             validate_answer(400, &body!(rejected)),
             Ok((
                 lines.clone(),
                 vec!["ca.pem".to_owned()],
-                "sha256:e".to_owned()
+                effective().to_string()
             ))
         );
-        let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
+        let rejected = ReloadAnswer::rejected(version(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
-        let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
+        let valid = ValidateAnswer::valid(version(), Default::default(), Vec::new(), effective());
         let accepted = Answer::Accepted {
             restart_required: Vec::new(),
             clusters_failed: Vec::new(),
         };
         assert_eq!(
             validate_answer(200, &body!(valid)),
-            Ok((accepted, Vec::new(), String::new()))
+            Ok((accepted, Vec::new(), effective().to_string()))
         );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {
@@ -293,11 +303,7 @@ mod tests {
                 "HTTP 409: another reload is in progress".into()
             ))
         );
-        let failed = ReloadAnswer::failed(
-            "virtual cluster a: bind".into(),
-            "sha256:x".into(),
-            Vec::new(),
-        );
+        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), version(), Vec::new());
         assert_eq!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry("HTTP 500: virtual cluster a: bind".into()))
@@ -309,7 +315,7 @@ mod tests {
         let applied = ReloadApplied {
             success: true,
             changed: true,
-            config_version: "sha256:x".into(),
+            config_version: version(),
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
@@ -330,17 +336,16 @@ mod tests {
 
     #[test]
     fn the_version_comes_from_the_status() {
-        let status = ConfigStatus {
-            current_config_version: "sha256:ab".into(),
-            applied_at: "2025-01-02T03:04:05.678Z".into(),
-            last_reload_attempt: None,
-            last_validation_attempt: None,
-            reload_in_progress_since: None,
-            ..ConfigStatus::default()
-        };
+        let json = format!(
+            r#"{{"currentConfigVersion": "{}", "effectiveVersion": "{}",
+                "appliedAt": "2025-01-02T03:04:05.678Z", "lastReloadAttempt": null,
+                "lastValidationAttempt": null, "reloadInProgressSince": null}}"#,
+            version(),
+            effective()
+        );
         assert_eq!(
-            status_answer(200, &body!(status)).map(|s| s.current_config_version),
-            Ok("sha256:ab".to_owned())
+            status_answer(200, json.as_bytes()).map(|s| s.current_config_version),
+            Ok(version())
         );
         assert!(matches!(
             status_answer(200, b"{}"),

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sluice_admin_api::ConfigVersion;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -110,13 +111,18 @@ impl Referenced {
             .iter()
             .map(|f| read_version(&self.resolve(f)))
             .collect();
+        // Unreadable content has no version, and so no effective one.
+        let Ok(config) = content.digest.parse::<ConfigVersion>() else {
+            return String::new();
+        };
         sluice_volume::effective_version(
-            &content.digest,
+            &config,
             self.files
                 .iter()
                 .zip(&versions)
                 .map(|(f, v)| (f.as_str(), v.as_deref())),
         )
+        .to_string()
     }
 
     /// Waits for a change of any referenced file (forever when none is

@@ -19,14 +19,22 @@ pub(super) fn validate(outcome: ValidateOutcome) -> ValidateAnswer {
             version,
             changes,
             referenced,
-        } => ValidateAnswer::valid(version.to_string(), changes)
-            .referencing(referenced.files, referenced.effective_version),
+        } => ValidateAnswer::valid(
+            version,
+            changes,
+            referenced.files,
+            referenced.effective_version,
+        ),
         ValidateOutcome::Invalid {
             version,
             errors,
             referenced,
-        } => ValidateAnswer::invalid(version.to_string(), errors)
-            .referencing(referenced.files, referenced.effective_version),
+        } => ValidateAnswer::invalid(
+            version,
+            errors,
+            referenced.files,
+            referenced.effective_version,
+        ),
     }
 }
 
@@ -42,7 +50,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         } => ReloadAnswer::Applied(ReloadApplied {
             success: true,
             changed: !changes.is_empty(),
-            config_version: version.to_string(),
+            config_version: version,
             clusters_added: changes.added,
             clusters_removed: changes.removed,
             clusters_modified: changes.modified,
@@ -59,7 +67,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         } => ReloadAnswer::Applied(ReloadApplied {
             success: true,
             changed: false,
-            config_version: version.to_string(),
+            config_version: version,
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
@@ -69,24 +77,22 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             restart_required,
             clusters_failed: Vec::new(),
         }),
-        ReloadOutcome::Rejected { version, errors } => {
-            ReloadAnswer::rejected(version.to_string(), errors)
-        }
+        ReloadOutcome::Rejected { version, errors } => ReloadAnswer::rejected(version, errors),
         ReloadOutcome::PreconditionFailed {
             current,
             effective: None,
-        } => ReloadAnswer::precondition_failed(current.to_string()),
+        } => ReloadAnswer::precondition_failed(current),
         ReloadOutcome::PreconditionFailed {
             current,
             effective: Some(found),
-        } => ReloadAnswer::effective_precondition_failed(current.to_string(), &found),
+        } => ReloadAnswer::effective_precondition_failed(current, &found),
         ReloadOutcome::Failed {
             reason,
             current,
             upstream,
-        } => ReloadAnswer::failed(reason, current.to_string(), upstream),
+        } => ReloadAnswer::failed(reason, current, upstream),
         ReloadOutcome::Busy { since } => ReloadAnswer::busy(rfc3339(since)),
-        ReloadOutcome::ShuttingDown { current } => ReloadAnswer::shutting_down(current.to_string()),
+        ReloadOutcome::ShuttingDown { current } => ReloadAnswer::shutting_down(current),
     }
 }
 

@@ -19,7 +19,7 @@ use sluice_admin_api::ReloadStage;
 
 use super::{Engine, check, prepare};
 use crate::config::model::StartupPolicy;
-use crate::config::{ConfigVersion, diff, validate};
+use crate::config::{diff, validate};
 use crate::dataplane::cluster::Tls;
 
 mod outcome;
@@ -109,7 +109,7 @@ impl Engine {
                 (outcome, Some(self.attempted(&bytes, failed)))
             }
         };
-        self.report(&outcome, at, requested.as_deref(), start.elapsed());
+        self.report(&outcome, at, requested.as_ref(), start.elapsed());
         Ok(outcome)
     }
 
@@ -149,13 +149,13 @@ impl Engine {
             Ok(new) => new,
             Err(errors) => {
                 return ReloadOutcome::Rejected {
-                    version: ConfigVersion::of(bytes),
+                    version: crate::config::config_version(bytes),
                     errors,
                 };
             }
         };
         if let Some(expected) = pre.effective
-            && expected != new.referenced.effective_version
+            && expected != new.referenced.effective_version.as_str()
         {
             return ReloadOutcome::PreconditionFailed {
                 current: current.version,

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::{
-    ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, FailedCluster,
-    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames, ValidationAttempt,
-    ValidationStatus,
+    AttemptedVersion, ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus,
+    FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames,
+    ValidationAttempt, ValidationStatus,
 };
 
 use super::{Engine, Generation, rfc3339};
@@ -48,7 +48,7 @@ impl Engine {
                 })
                 .collect();
             (
-                inner.config.version.to_string(),
+                inner.config.version.clone(),
                 inner.config.referenced.clone(),
                 inner.applied_at,
                 failed,
@@ -123,7 +123,7 @@ impl Engine {
         &self,
         at: SystemTime,
         result: ReloadStatus,
-        requested_version: String,
+        requested_version: Option<AttemptedVersion>,
         took: Duration,
         touched: Touched,
         error: Option<String>,
@@ -141,7 +141,12 @@ impl Engine {
     }
 
     /// Records that `version` failed at `stage`.
-    pub(super) fn record_failure(&self, version: String, stage: FailureStage, reason: String) {
+    pub(super) fn record_failure(
+        &self,
+        version: AttemptedVersion,
+        stage: FailureStage,
+        reason: String,
+    ) {
         self.attempts().failed = Some(FailedVersion {
             version,
             stage,
@@ -150,7 +155,7 @@ impl Engine {
         });
     }
 
-    pub(super) fn record_validation(&self, requested_version: String, errors: usize) {
+    pub(super) fn record_validation(&self, requested_version: AttemptedVersion, errors: usize) {
         if errors > 0 {
             self.record_failure(
                 requested_version.clone(),
@@ -165,7 +170,7 @@ impl Engine {
             } else {
                 ValidationStatus::Invalid
             },
-            requested_version,
+            requested_version: Some(requested_version),
             errors,
         });
     }

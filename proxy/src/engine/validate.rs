@@ -3,7 +3,9 @@
 //! recorded for `/admin/config/status`.
 
 use super::Engine;
-use crate::config::{Changes, ConfigProblem, ConfigVersion, Referenced, diff, validate_referenced};
+use crate::config::{
+    AttemptedVersion, Changes, ConfigProblem, ConfigVersion, Referenced, diff, validate_referenced,
+};
 
 /// How validating a configuration ended.
 #[derive(Debug, Clone)]
@@ -34,8 +36,8 @@ impl Engine {
     /// Changes nothing but the record of the last validation attempt.
     pub fn validate(&self, bytes: &[u8]) -> ValidateOutcome {
         let current = self.config();
-        let version = ConfigVersion::of(bytes);
-        let requested = version.to_string();
+        let version = crate::config::config_version(bytes);
+        let requested = AttemptedVersion::from(version.clone());
         let (checked, referenced) = validate_referenced(bytes, &*self.files);
         let outcome = match checked {
             Ok(new) => ValidateOutcome::Valid {
@@ -57,8 +59,8 @@ impl Engine {
                 // The bytes in force with other files: recorded under the
                 // effective version, never as a failure of the version in
                 // force.
-                let requested = if requested == current.version.as_str() {
-                    referenced.effective_version.clone()
+                let requested = if requested == current.version {
+                    referenced.effective_version.clone().into()
                 } else {
                     requested
                 };

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::UpstreamCheckFailure;
 
-use crate::config::{Changes, ConfigProblem, ConfigVersion};
+use crate::config::{Changes, ConfigProblem, ConfigVersion, EffectiveVersion};
 use crate::dataplane::check::CheckFailed;
 
 /// What a reload must find to apply: the admin API's `If-Match` and
@@ -58,7 +58,7 @@ pub enum ReloadOutcome {
         /// The version in force.
         current: ConfigVersion,
         /// For `If-Effective-Match`: the effective version found.
-        effective: Option<String>,
+        effective: Option<EffectiveVersion>,
     },
     /// Preparing failed (a port taken, say), or the upstream check did;
     /// nothing was touched.

@@ -3,10 +3,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use sluice_admin_api::FailureStage;
+use sluice_admin_api::{AttemptedVersion, FailureStage};
 
 use super::ReloadOutcome;
-use crate::config::{ConfigVersion, ProxyConfig};
+use crate::config::ProxyConfig;
 use crate::engine::Engine;
 use crate::engine::status::Touched;
 use sluice_admin_api::ReloadStatus;
@@ -16,25 +16,26 @@ impl Engine {
     /// when it `failed` with the very bytes in force (only referenced files
     /// changed: a renewed certificate, say), its effective version, so the
     /// failure is never pinned on the version in force.
-    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> String {
-        let version = ConfigVersion::of(bytes);
+    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> AttemptedVersion {
+        let version = crate::config::config_version(bytes);
         if failed && version == self.config().version {
             return crate::config::validate_referenced(bytes, &*self.files)
                 .1
-                .effective_version;
+                .effective_version
+                .into();
         }
-        version.to_string()
+        version.into()
     }
 
     pub(super) fn report(
         &self,
         outcome: &ReloadOutcome,
         at: SystemTime,
-        requested: Option<&str>,
+        requested: Option<&AttemptedVersion>,
         took: Duration,
     ) {
         // Unknown for a SIGHUP refused before it read the file.
-        let version = requested.unwrap_or_default().to_owned();
+        let version = requested.cloned();
         let (result, modified, error) = match outcome {
             ReloadOutcome::Applied { changes, .. } => {
                 let touched = Touched {
@@ -101,12 +102,13 @@ impl Engine {
                 ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
                 _ => None,
             };
-            if let (Some(stage), Some(reason)) = (stage, &error) {
+            if let (Some(stage), Some(reason), Some(version)) = (stage, &error, &version) {
                 self.record_failure(version.clone(), stage, reason.clone());
             }
             self.record_reload(at, result, version.clone(), took, modified, error);
         }
-        self.events.reload(result, &version, took, &detail);
+        let label = version.as_ref().map_or("", AttemptedVersion::as_str);
+        self.events.reload(result, label, took, &detail);
     }
 }
 
