@@ -20,7 +20,11 @@ pub struct BodyDeadlineExceeded(pub Duration);
 
 impl std::fmt::Display for BodyDeadlineExceeded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "request body timeout: not received in full within {:?}", self.0)
+        write!(
+            f,
+            "request body timeout: not received in full within {:?}",
+            self.0
+        )
     }
 }
 
