@@ -54,25 +54,15 @@ pub struct AppState {
 
 /// The admin API's routes. Mutating endpoints look at the caller's address,
 /// a `ConnectInfo<SocketAddr>` request extension ([`serve`] adds it), and
-/// refused tokens wait [`FAILURE_DELAY`].
+/// refused tokens wait [`FAILURE_DELAY`]. Registers the admin API's metrics
+/// in the engine's registry: build it once per engine.
 pub fn router(state: AppState) -> Router {
     let events = events::AdminEvents::new(state.engine.metrics());
-    routes(state, events, FAILURE_DELAY)
+    routes(state, events)
 }
 
-/// [`router`] with refused tokens waiting `failure_delay` (tests make it
-/// short).
-pub fn router_with_failure_delay(state: AppState, failure_delay: std::time::Duration) -> Router {
-    let events = events::AdminEvents::new(state.engine.metrics());
-    routes(state, events, failure_delay)
-}
-
-fn routes(
-    state: AppState,
-    events: events::AdminEvents,
-    failure_delay: std::time::Duration,
-) -> Router {
-    let guard = guard::Guard::new(Arc::clone(&state.engine), events, failure_delay);
+fn routes(state: AppState, events: events::AdminEvents) -> Router {
+    let guard = guard::Guard::new(Arc::clone(&state.engine), events);
     // The gate runs on these routes only, before their handlers read the body.
     let mutating = Router::new()
         .route(endpoints::VALIDATE, post(config::validate))
@@ -101,7 +91,7 @@ pub async fn serve(
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let events = events::AdminEvents::new(state.engine.metrics());
-    let app = routes(state, events.clone(), FAILURE_DELAY);
+    let app = routes(state, events.clone());
     serve::serve(listener, app, events, read_timeout, shutdown).await;
 }
 

@@ -36,25 +36,22 @@ pub(crate) struct Guard {
     engine: Arc<Engine>,
     events: AdminEvents,
     delayed: Arc<Semaphore>,
-    delay: Duration,
 }
 
 impl Guard {
-    /// A gate checking against the token in force in `engine`; refused
-    /// tokens wait `delay`.
-    pub(crate) fn new(engine: Arc<Engine>, events: AdminEvents, delay: Duration) -> Guard {
+    /// A gate checking against the token in force in `engine`.
+    pub(crate) fn new(engine: Arc<Engine>, events: AdminEvents) -> Guard {
         Guard {
             engine,
             events,
             delayed: Arc::new(Semaphore::new(MAX_DELAYED)),
-            delay,
         }
     }
 
     async fn slow_down(&self) {
         // The semaphore is never closed.
         let _turn = self.delayed.acquire().await;
-        tokio::time::sleep(self.delay).await;
+        tokio::time::sleep(FAILURE_DELAY).await;
     }
 }
 

@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use sha2::{Digest, Sha256};
-use sluice_proxy::admin::FAILURE_DELAY;
+use sluice_proxy::admin::{FAILURE_DELAY, MAX_DELAYED};
 
 use super::admin_api::{Api, TOKEN};
 
@@ -205,4 +205,31 @@ async fn every_admitted_mutating_call_leaves_an_audit_line() {
         }
     }
     assert!(!text.contains(TOKEN), "the token was logged:\n{text}");
+}
+
+/// Refused tokens wait their delay at most `MAX_DELAYED` at a time: the
+/// rest queue behind them (the connection cap bounds the queue).
+#[tokio::test]
+async fn refused_tokens_are_slowed_a_bounded_number_at_a_time() {
+    let api = Api::start(WITH_TOKEN, None);
+    let auth = bearer("guessed-token-0123456789abcdef-guess");
+    let calls = (0..MAX_DELAYED + 1).map(|_| {
+        let req = post(
+            &api,
+            "/admin/config/validate",
+            "10.0.0.7:4000",
+            &[("authorization", &auth)],
+        );
+        api.send(req)
+    });
+    let started = Instant::now();
+    let answers = futures_util::future::join_all(calls).await;
+    let took = started.elapsed();
+    assert!(answers.iter().all(|(s, ..)| *s == StatusCode::UNAUTHORIZED));
+    // One more than the slots: a second round of the delay.
+    assert!(
+        took >= FAILURE_DELAY * 2 - Duration::from_millis(50),
+        "{took:?}"
+    );
+    assert!(took < FAILURE_DELAY * 3, "{took:?}");
 }
