@@ -58,6 +58,29 @@ pub struct ConfigStatus {
     pub clusters_failed: Vec<FailedCluster>,
 }
 
+impl ConfigStatus {
+    /// A proxy running `current` (with `effective`) and nothing else to
+    /// say yet: no attempt, no failure, no instance name, not ready.
+    pub fn running(current: ConfigVersion, effective: EffectiveVersion) -> Self {
+        ConfigStatus {
+            current_config_version: current,
+            effective_version: effective,
+            files: Vec::new(),
+            applied_at: String::new(),
+            last_reload_attempt: None,
+            last_validation_attempt: None,
+            reload_in_progress_since: None,
+            reload_in_progress_stage: None,
+            stopping: false,
+            instance: String::new(),
+            ready: false,
+            running_for_ms: 0,
+            last_failed_version: None,
+            clusters_failed: Vec::new(),
+        }
+    }
+}
+
 /// The steps of a reload, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

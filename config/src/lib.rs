@@ -43,7 +43,7 @@ pub mod tls;
 pub mod types;
 pub mod yaml;
 
-pub use build::PLACEHOLDER_TOKEN;
+pub use build::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};
 pub use diff::diff;
 pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;

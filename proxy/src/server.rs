@@ -219,6 +219,9 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
         let outcome =
             tokio::task::spawn_blocking(move || reloading.reload_reading(|| read_config(&file)))
                 .await;
+        if let Ok(Ok(done)) = &outcome {
+            admin::events::audit_signal_reload(done);
+        }
         match outcome {
             Ok(Err(e)) => {
                 tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");

@@ -1,10 +1,17 @@
 //! The proxy's admin API, as the watcher uses it: status, validate, reload.
 //! Answers are read as `sluice-admin-api`'s types, by status; problems are
 //! printed with that crate's one `line:column: path: message` format.
+//!
+//! The bearer token goes with validate and reload only: a status read (this
+//! pod's proxy, or a peer's) never carries it. A 401 is retried once when
+//! the token file holds a new token ([`Token::after_refusal`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_admin_api::{ConfigStatus, Refused, ReloadAnswer, ValidateAnswer, endpoints};
+
+use crate::token::Token;
 
 /// What the watcher needs to know of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +46,21 @@ pub enum CallError {
 pub struct ProxyClient {
     http: reqwest::Client,
     base: String,
-    token: Option<String>,
+    token: Option<Arc<Token>>,
 }
 
 impl ProxyClient {
-    /// `base` is e.g. `http://127.0.0.1:9190`; `token` is sent as a bearer token.
+    /// `base` is e.g. `http://127.0.0.1:9190`; `token` is sent as a bearer
+    /// token with validate and reload.
     pub fn new(base: &str, token: Option<String>) -> Result<ProxyClient, reqwest::Error> {
+        ProxyClient::with_token(base, token.map(|t| Arc::new(Token::fixed(t))))
+    }
+
+    /// Like [`ProxyClient::new`], with a token that follows its file.
+    pub fn with_token(
+        base: &str,
+        token: Option<Arc<Token>>,
+    ) -> Result<ProxyClient, reqwest::Error> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .connect_timeout(Duration::from_secs(5))
@@ -56,12 +72,29 @@ impl ProxyClient {
         })
     }
 
+    /// A request without the token.
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let mut r = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = &self.token {
-            r = r.bearer_auth(t);
+        self.http.request(method, format!("{}{path}", self.base))
+    }
+
+    /// Sends the request `build` makes with the token; after a 401, once
+    /// more with the token file's new token if it holds one.
+    async fn send_with_token(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), CallError> {
+        let Some(token) = &self.token else {
+            return send(build()).await;
+        };
+        let sent = token.current();
+        let answer = send(build().bearer_auth(&sent)).await?;
+        if answer.0 != 401 {
+            return Ok(answer);
         }
-        r
+        match token.after_refusal(&sent).await {
+            Some(fresh) => send(build().bearer_auth(fresh)).await,
+            None => Ok(answer),
+        }
     }
 
     /// The configuration version the proxy runs.
@@ -71,7 +104,7 @@ impl ProxyClient {
             .map(|s| s.current_config_version.to_string())
     }
 
-    /// `GET /admin/config/status`.
+    /// `GET /admin/config/status`, without the token.
     pub async fn status(&self) -> Result<ConfigStatus, CallError> {
         let (status, body) = send(self.request(reqwest::Method::GET, endpoints::STATUS)).await?;
         status_answer(status, &body)
@@ -86,11 +119,12 @@ impl ProxyClient {
     /// configuration references (named in valid and invalid answers alike),
     /// and the effective version as the proxy read them.
     pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
-        let (status, body) = send(
-            self.request(reqwest::Method::POST, endpoints::VALIDATE)
-                .body(bytes.to_vec()),
-        )
-        .await?;
+        let (status, body) = self
+            .send_with_token(|| {
+                self.request(reqwest::Method::POST, endpoints::VALIDATE)
+                    .body(bytes.to_vec())
+            })
+            .await?;
         validate_answer(status, &body)
     }
 
@@ -103,16 +137,19 @@ impl ProxyClient {
         if_match: Option<&str>,
         if_effective: Option<&str>,
     ) -> Result<Answer, CallError> {
-        let mut r = self
-            .request(reqwest::Method::POST, endpoints::RELOAD)
-            .body(bytes.to_vec());
-        if let Some(v) = if_match {
-            r = r.header(endpoints::IF_MATCH, v);
-        }
-        if let Some(v) = if_effective {
-            r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
-        }
-        let (status, body) = send(r).await?;
+        let build = || {
+            let mut r = self
+                .request(reqwest::Method::POST, endpoints::RELOAD)
+                .body(bytes.to_vec());
+            if let Some(v) = if_match {
+                r = r.header(endpoints::IF_MATCH, v);
+            }
+            if let Some(v) = if_effective {
+                r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
+            }
+            r
+        };
+        let (status, body) = self.send_with_token(build).await?;
         reload_answer(status, &body)
     }
 }

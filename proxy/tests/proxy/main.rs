@@ -4,11 +4,15 @@
 //! `tests/e2e`.
 //!
 //! - `admin_api`: the admin router in-process: callers, errors, corpus parity
+//! - `admin_guard`: the gate of the mutating endpoints: tokens, Origin, Host, audit
+//! - `admin_socket`: the admin server on a real socket: early 401, body deadline, connection cap
 //! - `cli`: `sluice-proxy check` and `diff`, run as the real binary
 //! - `protocol`: ApiVersions capping and the proxy's own error responses
 //! - `rewrite`: address rewriting per API and version, against golden frames
 
 mod admin_api;
+mod admin_guard;
+mod admin_socket;
 mod cli;
 mod protocol;
 mod rewrite;

@@ -51,15 +51,14 @@ impl std::str::FromStr for PeerSource {
 }
 
 /// Every peer's status once, by URL (`None`: it did not answer within
-/// `timeout`), for `sluice-watcher fleet`.
+/// `timeout`), for `sluice-watcher fleet`. No token: status is a read.
 pub async fn statuses(
     source: &PeerSource,
-    token: Option<String>,
     timeout: Duration,
 ) -> Vec<(String, Option<ConfigStatus>)> {
-    let peers = Peers::new(source.clone(), token, timeout);
+    let peers = Peers::new(source.clone(), None, timeout);
     let asks = peers.urls().await.into_iter().map(|url| {
-        let client = ProxyClient::new(&url, peers.token.clone());
+        let client = ProxyClient::new(&url, None);
         async move {
             let status = match client {
                 Ok(c) => tokio::time::timeout(timeout, c.status())

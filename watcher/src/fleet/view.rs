@@ -2,7 +2,6 @@
 //! force and effective version, last attempt and its result, ready, what failed), read from every
 //! peer's status, and whether a rollout is halted; or the same as JSON.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -15,15 +14,6 @@ use super::slots::rank;
 /// Why `fleet` did not print a fleet with no halt.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    /// The token file cannot be read.
-    #[error("cannot read the token file {path}: {source}")]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// No peers were given.
     #[error("fleet needs --peers or --peers-dns")]
     NoPeers,
@@ -46,25 +36,13 @@ impl ExitStatus for FleetError {
 /// (or JSON, with `json`); a halted rollout is an error (exit status 1).
 pub async fn run(
     source: Option<PeerSource>,
-    token_file: Option<&PathBuf>,
     timeout: Duration,
     json: bool,
 ) -> Result<(), FleetError> {
     use std::io::Write as _;
     let source = source.ok_or(FleetError::NoPeers)?;
-    let token = match token_file {
-        None => None,
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|source| FleetError::TokenFile {
-                    path: path.clone(),
-                    source,
-                })?
-                .trim()
-                .to_owned(),
-        ),
-    };
-    let view = view(statuses(&source, token, timeout).await);
+    // Status is a read: the token is never sent to a peer.
+    let view = view(statuses(&source, timeout).await);
     let text = if json {
         serde_json::to_string_pretty(&view).unwrap_or_default() + "\n"
     } else {
