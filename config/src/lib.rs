@@ -50,7 +50,7 @@ pub mod yaml;
 pub use build::PLACEHOLDER_TOKEN;
 pub use diff::{ConfigDiff, diff};
 pub use error::ConfigError;
-pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
+pub use files::{FileRoots, FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
 pub use referenced::Referenced;
 

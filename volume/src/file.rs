@@ -89,8 +89,9 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     read_open(file, limit)
 }
 
-/// The directories referenced files must lie beneath.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The directories referenced files must lie beneath. The default has
+/// none: nothing can be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileRoots {
     /// Absolute and lexically normal (no `.`, no `..`).
     dirs: Vec<PathBuf>,

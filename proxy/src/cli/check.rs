@@ -61,7 +61,6 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                 warnings: expiring(&valid.config.virtual_clusters)
                     .into_iter()
                     .chain(crate::config::sni::warnings(&valid.config))
-                    .chain(crate::config::sasl::warnings(&valid.config))
                     .collect(),
                 read_error: None,
             },

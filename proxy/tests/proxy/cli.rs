@@ -172,10 +172,10 @@ fn help_explains_exit_statuses_and_formats() {
 }
 
 #[test]
-fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
+fn check_refuses_plain_without_tls_and_diff_never_shows_a_password() {
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = (dir.path().join("old/p.yaml"), dir.path().join("new/p.yaml"));
-    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: PLAIN, usernameFile: user, passwordFile: pass }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
+    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: SCRAM-SHA-512, usernameFile: user, passwordFile: pass }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
     for (file, password) in [(&old, "first-pw-1f0e"), (&new, "second-pw-77aa")] {
         let dir = file.parent().unwrap();
         std::fs::create_dir_all(dir).unwrap();
@@ -185,10 +185,14 @@ fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
     }
     let o = proxy(&["check", old.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plain = dir.path().join("old/plain.yaml");
+    std::fs::write(&plain, yaml.replace("SCRAM-SHA-512", "PLAIN")).unwrap();
+    let o = proxy(&["check", plain.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"),
+        stdout(&o).contains("5:26: virtualClusters[0].upstream.sasl.mechanism: PLAIN sends the password in clear text: it needs upstream.tls"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
     let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
     let text = proxy(&["diff", old, new]);
