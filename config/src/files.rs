@@ -79,6 +79,17 @@ impl LocalFiles {
         Self::relative_to(config_dir(config_file))
     }
 
+    /// For the configuration at `config_file`: relative paths from its
+    /// directory, files beneath `roots`, or beneath that directory alone
+    /// when `roots` is empty (the proxy's `--file-root`, repeatable).
+    pub fn for_config(config_file: &Path, roots: &[PathBuf]) -> std::io::Result<Self> {
+        let files = Self::beside(config_file);
+        if roots.is_empty() {
+            return Ok(files);
+        }
+        Ok(files.within(FileRoots::new(roots)?))
+    }
+
     /// The same, with files allowed beneath `roots` instead.
     pub fn within(self, roots: FileRoots) -> Self {
         LocalFiles { roots, ..self }

@@ -32,7 +32,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let mut reports = Vec::new();
     for path in &args.files {
         let file = display(path);
-        let report = match load(path, args.paths_only) {
+        let report = match load(path, args.paths_only, &args.roots) {
             Err(e) => {
                 code = EXIT_USAGE;
                 FileReport {
