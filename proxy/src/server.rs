@@ -118,12 +118,13 @@ impl Proxy {
             path: path.clone(),
             source,
         })?;
-        let files = LocalFiles::for_config(&options.config, &options.file_roots).map_err(
-            |source| RunError::Read {
-                path: path.clone(),
-                source,
-            },
-        )?;
+        let files =
+            LocalFiles::for_config(&options.config, &options.file_roots).map_err(|source| {
+                RunError::Read {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         tracing::info!(roots = ?files.roots().dirs(), "referenced files are read beneath these roots only");
         let files = Arc::new(files);
         let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {

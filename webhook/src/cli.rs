@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use sluice_config::FileRoots;
 use sluice_process::LogFormat;
 use sluice_process::duration::{parse_flag, parse_positive_flag};
 
@@ -139,13 +140,18 @@ pub struct Args {
     /// on the HTTPS port as well.
     #[arg(long, env = "SLUICE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Read the files a configuration names (TLS material, the admin token)
-    /// and report their problems too. Off by default: those files live in
-    /// the proxy pods, not in the webhook's, so only their paths are checked.
-    #[arg(long, env = "SLUICE_CHECK_FILES")]
+    /// Read the files a configuration names (TLS material, SASL
+    /// credentials, the admin token) and report their problems too, by the
+    /// proxy's rules. Off by default: those files live in the proxy pods,
+    /// not in the webhook's, so only their paths are checked. Needs
+    /// --files-root.
+    #[arg(long, env = "SLUICE_CHECK_FILES", requires = "files_root")]
     pub check_files: bool,
-    /// With --check-files: the directory relative file paths are read from
-    /// (absolute paths are read as they are). Default `/`.
+    /// With --check-files: the directory relative file paths are read from,
+    /// and the one directory files may lie beneath unless --file-root names
+    /// others. A path that leaves the roots (absolute, with `..`, or
+    /// through a symlink out) is denied as "outside the allowed file roots",
+    /// whatever exists there.
     #[arg(
         long,
         env = "SLUICE_FILES_ROOT",
@@ -153,6 +159,17 @@ pub struct Args {
         requires = "check_files"
     )]
     pub files_root: Option<PathBuf>,
+    /// With --check-files: a directory files may lie beneath, as the
+    /// proxy's own `--file-root` (repeatable, or comma-separated); give the
+    /// proxy's. Default: --files-root.
+    #[arg(
+        long = "file-root",
+        env = "SLUICE_FILE_ROOTS",
+        value_name = "DIR",
+        value_delimiter = ',',
+        requires = "check_files"
+    )]
+    pub file_roots: Vec<PathBuf>,
     /// Most errors listed in a denial before "and N more errors"; 0 lists
     /// them all.
     #[arg(
@@ -194,15 +211,21 @@ impl Args {
     /// What [`crate::run::Webhook::start`] needs from the command line; an
     /// error (exit status 2) when the lifetimes do not go together.
     pub fn options(&self) -> Result<Options, clap::Error> {
-        let files = if self.check_files {
-            FileCheck::Local {
-                root: self
-                    .files_root
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("/")),
+        let files = match (&self.files_root, self.check_files) {
+            (Some(root), true) => {
+                let roots = if self.file_roots.is_empty() {
+                    std::slice::from_ref(root)
+                } else {
+                    &self.file_roots[..]
+                };
+                let roots = FileRoots::new(roots)
+                    .map_err(|e| invalid(format!("--files-root and --file-root: {e}")))?;
+                FileCheck::Local {
+                    root: root.clone(),
+                    roots,
+                }
             }
-        } else {
-            FileCheck::PathsOnly
+            _ => FileCheck::PathsOnly,
         };
         Ok(Options {
             listen: self.listen,
@@ -218,8 +241,6 @@ impl Args {
     }
 
     fn certificate(&self) -> Result<Certificate, clap::Error> {
-        let invalid =
-            |m: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, m + "\n");
         match (
             &self.tls_cert,
             &self.tls_key,
@@ -249,6 +270,11 @@ impl Args {
             )),
         }
     }
+}
+
+/// A flag's value that parsed but cannot be used (exit status 2).
+fn invalid(message: String) -> clap::Error {
+    clap::Error::raw(clap::error::ErrorKind::ValueValidation, message + "\n")
 }
 
 /// `NAMESPACE/NAME`, both non-empty.
@@ -290,15 +316,35 @@ mod tests {
             .expect("parses")
             .options()
             .expect("valid");
-        assert!(
-            matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/etc"))
+        let etc = FileRoots::new(["/etc"]).unwrap();
+        assert_eq!(
+            o.files,
+            FileCheck::Local {
+                root: "/etc".into(),
+                roots: etc
+            }
         );
+        // No default root: reading files needs one named.
         let only = base.iter().chain(&["--check-files"]);
-        let o = Args::try_parse_from(only)
+        assert!(Args::try_parse_from(only).is_err());
+        let roots = base.iter().chain(&[
+            "--check-files",
+            "--files-root",
+            "/etc/sluice",
+            "--file-root",
+            "/etc/sluice,/etc/sluice-tls",
+        ]);
+        let o = Args::try_parse_from(roots)
             .expect("parses")
             .options()
             .expect("valid");
-        assert!(matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/")));
+        assert_eq!(
+            o.files,
+            FileCheck::Local {
+                root: "/etc/sluice".into(),
+                roots: FileRoots::new(["/etc/sluice", "/etc/sluice-tls"]).unwrap()
+            }
+        );
     }
 
     #[test]

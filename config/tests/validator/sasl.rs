@@ -60,7 +60,10 @@ fn the_files_are_part_of_the_effective_version_and_rotate_in_place() {
 
 #[test]
 fn mechanism_and_node_changes_start_a_new_generation() {
-    let plain = format!("      tls: {{}}\n{}", SASL.replace("SCRAM-SHA-256", "PLAIN"));
+    let plain = format!(
+        "      tls: {{}}\n{}",
+        SASL.replace("SCRAM-SHA-256", "PLAIN")
+    );
     let nodes = "      nodes: [{ id: 0, address: \"kafka-0:9092\" }]\n";
     let f = files(PASSWORD);
     let d = diff(

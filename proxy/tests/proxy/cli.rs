@@ -232,8 +232,14 @@ fn check_reads_referenced_files_beneath_the_file_roots_only() {
         format!("{field}: cannot read \"{path}\": outside the allowed file roots")
     };
     let out = stdout(&o);
-    assert!(out.contains(&outside("usernameFile", "../secret/user")), "{out}");
-    assert!(out.contains(&outside("passwordFile", pass.to_str().unwrap())), "{out}");
+    assert!(
+        out.contains(&outside("usernameFile", "../secret/user")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&outside("passwordFile", pass.to_str().unwrap())),
+        "{out}"
+    );
     assert!(!out.contains("pw-5d1c"), "{out}");
     // The same answer where nothing exists.
     std::fs::remove_file(&pass).unwrap();

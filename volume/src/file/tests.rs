@@ -85,7 +85,10 @@ fn dot_dot_and_absolute_paths_outside_every_root_get_one_answer() {
     );
     // Any of several roots will do.
     let both = FileRoots::new([&root, &outside]).unwrap();
-    assert_eq!(both.read(&outside.join("secret"), LIMIT).unwrap(), b"outside");
+    assert_eq!(
+        both.read(&outside.join("secret"), LIMIT).unwrap(),
+        b"outside"
+    );
 }
 
 #[test]
@@ -106,7 +109,10 @@ fn a_directory_or_a_root_itself_is_not_a_file() {
     let (_tmp, root, _) = layout();
     let roots = FileRoots::new([&root]).unwrap();
     assert_eq!(roots.read(&root, LIMIT), Err(ReadError::NotAFile));
-    assert_eq!(roots.read(&root.join("..data"), LIMIT), Err(ReadError::NotAFile));
+    assert_eq!(
+        roots.read(&root.join("..data"), LIMIT),
+        Err(ReadError::NotAFile)
+    );
     assert_eq!(read_regular(&root, LIMIT), Err(ReadError::NotAFile));
 }
 

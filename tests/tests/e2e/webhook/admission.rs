@@ -253,13 +253,15 @@ async fn the_error_list_is_capped() {
 }
 
 #[tokio::test]
-async fn check_files_reads_the_files_a_configuration_names() {
+async fn check_files_reads_the_files_a_configuration_names_beneath_its_roots() {
     let pki = Pki::new();
     // By default only paths are checked: the TLS files live in the proxy pods.
     let paths_only = start(&pki, &[]);
     let (_, answer) = paths_only.review(fixture("valid-create.json")).await;
     assert_eq!(answer["response"]["allowed"], true);
     let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("tls")).expect("tls dir");
+    std::fs::write(dir.path().join("tls/tls.crt"), "not a certificate").expect("cert");
     let checked = start(
         &pki,
         &[
@@ -268,15 +270,53 @@ async fn check_files_reads_the_files_a_configuration_names() {
             dir.path().to_str().expect("utf-8 path"),
         ],
     );
-    let (_, answer) = checked.review(fixture("valid-create.json")).await;
-    let message = answer["response"]["status"]["message"]
+    let yaml = fixture_json("valid-create.json")["request"]["object"]["data"]["proxy.yaml"]
         .as_str()
-        .expect("a message");
+        .expect("proxy.yaml")
+        .to_owned();
+    let lines = |message: &Value| -> Vec<String> {
+        let text = message["response"]["status"]["message"]
+            .as_str()
+            .expect("a message");
+        text.lines().skip(1).map(str::to_owned).collect()
+    };
+    let with = |cert: &str, key: &str| {
+        yaml.replace("/etc/sluice/tls/tls.crt", cert)
+            .replace("/etc/sluice/tls/tls.key", key)
+    };
+    let error = |col: u32, field: &str, path: &str, what: &str| {
+        format!(
+            "proxy.yaml:11:{col}: virtualClusters[0].gateway.tls.{field}: cannot read \"{path}\": {what}"
+        )
+    };
+    let outside = "outside the allowed file roots";
+    // Outside the root, one answer whether the file exists or not, by an
+    // absolute path or a `..` escape: nothing is learnt of the webhook's pod.
+    for (cert, key) in [
+        ("/etc/sluice/tls/tls.crt", "/etc/sluice/tls/tls.key"),
+        ("/etc/passwd", "../../../../../../../../etc/hostname"),
+    ] {
+        let (_, answer) = checked
+            .review(review_with(with(cert, key).as_bytes()))
+            .await;
+        let key_col = 24 + cert.len() as u32 + 11;
+        assert_eq!(
+            lines(&answer),
+            [
+                error(24, "certFile", cert, outside),
+                error(key_col, "keyFile", key, outside)
+            ]
+        );
+    }
+    // Beneath it, files are read and their problems said.
+    let (_, answer) = checked
+        .review(review_with(with("tls/tls.crt", "tls/tls.key").as_bytes()))
+        .await;
     assert_eq!(
-        message.lines().skip(1).collect::<Vec<_>>(),
+        lines(&answer),
         [
-            "proxy.yaml:11:24: virtualClusters[0].gateway.tls.certFile: cannot read \"/etc/sluice/tls/tls.crt\": no such file",
-            "proxy.yaml:11:58: virtualClusters[0].gateway.tls.keyFile: cannot read \"/etc/sluice/tls/tls.key\": no such file",
+            "proxy.yaml:11:24: virtualClusters[0].gateway.tls.certFile: \"tls/tls.crt\" contains no PEM certificate".to_owned(),
+            error(46, "keyFile", "tls/tls.key", "no such file"),
         ]
     );
 }
