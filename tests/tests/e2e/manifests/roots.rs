@@ -7,7 +7,7 @@ use super::{args, containers, rendered};
 
 /// The paths after `…File:` keys in a configuration's text.
 fn referenced_paths(yaml: &str) -> Vec<String> {
-    yaml.split(|c: char| c == '\n' || c == '{' || c == ',')
+    yaml.split(['\n', '{', ','])
         .filter_map(|part| {
             let (key, value) = part.split_once(':')?;
             key.trim().ends_with("File").then(|| {
@@ -41,7 +41,10 @@ fn every_file_the_config_map_names_lies_beneath_a_mounted_file_root() {
             .map(|m| m["mountPath"].as_str().expect("mountPath"))
             .collect();
         for root in &roots {
-            assert!(mounts.contains(&root.as_str()), "{name}: {root} is not mounted");
+            assert!(
+                mounts.contains(&root.as_str()),
+                "{name}: {root} is not mounted"
+            );
         }
         let yaml = r.get("ConfigMap", "sluice-proxy-config")["data"]["proxy.yaml"]
             .as_str()
