@@ -45,7 +45,7 @@ pub mod yaml;
 
 pub use build::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};
 pub use diff::diff;
-pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
+pub use files::{FileRoots, FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
 pub use referenced::Referenced;
 pub use sluice_admin_api::{

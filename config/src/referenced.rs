@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use sluice_volume::{effective_version, sha256_hex};
 
-use crate::files::{FileError, FileSource};
+use crate::files::{FileError, FileSource, ReadError};
 
 /// The files a validation read and the effective version they make.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,9 @@ pub struct Referenced {
 }
 
 /// A [`FileSource`] that remembers what was read through it: each path
-/// once, with the version of its content (`None`: unreadable).
+/// once, with the version of its content (`None`: unreadable). A path
+/// refused because it lies outside the allowed roots is not remembered: the
+/// proxy never names it to the watcher, which would read it to compare.
 pub(crate) struct Recording<'a> {
     inner: &'a dyn FileSource,
     reads: Mutex<Vec<(String, Option<String>)>>,
@@ -59,7 +61,8 @@ impl FileSource for Recording<'_> {
             .reads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !reads.iter().any(|(p, _)| p == path) {
+        let outside = matches!(result, Err(FileError::Read(ReadError::OutsideRoots)));
+        if !outside && !reads.iter().any(|(p, _)| p == path) {
             let version = result.as_deref().ok().map(sha256_hex);
             reads.push((path.to_owned(), version));
         }
@@ -98,5 +101,22 @@ mod tests {
         let second = recording.referenced(&sluice_volume::config_version(b"c"));
         assert_eq!(second.files, first.files);
         assert_ne!(second.effective_version, first.effective_version);
+    }
+
+    #[test]
+    fn a_path_outside_the_roots_is_not_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("in.pem"), b"x").unwrap();
+        let files = crate::LocalFiles::relative_to(dir.path());
+        let recording = Recording::new(&files);
+        for path in ["in.pem", "/etc/hostname", "../x", "missing.pem"] {
+            let _ = recording.read(path);
+        }
+        assert_eq!(
+            recording
+                .referenced(&sluice_volume::config_version(b"c"))
+                .files,
+            ["in.pem", "missing.pem"]
+        );
     }
 }

@@ -31,6 +31,9 @@ pub struct RunOptions {
     pub admin_read_timeout: std::time::Duration,
     /// This proxy's instance name in status (`--instance`): the pod name.
     pub instance: String,
+    /// The directories referenced files may lie beneath (`--file-root`);
+    /// empty: the configuration's own directory.
+    pub file_roots: Vec<PathBuf>,
 }
 
 /// Why the proxy could not run.
@@ -115,7 +118,15 @@ impl Proxy {
             path: path.clone(),
             source,
         })?;
-        let files = Arc::new(LocalFiles::beside(&options.config));
+        let files =
+            LocalFiles::for_config(&options.config, &options.file_roots).map_err(|source| {
+                RunError::Read {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        tracing::info!(roots = ?files.roots().dirs(), "referenced files are read beneath these roots only");
+        let files = Arc::new(files);
         let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {
             path: path.clone(),
             errors,

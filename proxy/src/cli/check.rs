@@ -32,7 +32,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let mut reports = Vec::new();
     for path in &args.files {
         let file = display(path);
-        let report = match load(path, args.paths_only) {
+        let report = match load(path, args.paths_only, &args.roots) {
             Err(e) => {
                 code = EXIT_USAGE;
                 FileReport {
@@ -61,7 +61,6 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                 warnings: expiring(&valid.config.virtual_clusters)
                     .into_iter()
                     .chain(crate::config::sni::warnings(&valid.config))
-                    .chain(crate::config::sasl::warnings(&valid.config))
                     .collect(),
                 read_error: None,
             },

@@ -10,7 +10,7 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     let mut code = EXIT_VALID;
     for path in [&args.old, &args.new] {
         let file = display(path);
-        match load(path, false) {
+        match load(path, false, &args.roots) {
             Err(e) => {
                 let _ = writeln!(err, "sluice-proxy: {file}: cannot read: {e}");
                 return EXIT_USAGE;

@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode, header};
 use sluice_proxy::admin::{AppState, router};
-use sluice_proxy::config::{LocalFiles, validate};
+use sluice_proxy::config::{FileRoots, LocalFiles, validate};
 use sluice_proxy::engine::Engine;
 use sluice_proxy::metrics::Metrics;
 use sluice_testkit::{corpus, ports};
@@ -42,8 +42,12 @@ impl Api {
         std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
         // The bootstrap port and its broker's, reserved for this process.
         let port = ports::ports(2);
-        let base = files_base.map_or_else(|| dir.path().to_path_buf(), Path::to_path_buf);
-        let files = Arc::new(LocalFiles::relative_to(base));
+        // The corpus reaches shared files with `..`: the repository is its root.
+        let files = Arc::new(match files_base {
+            Some(base) => LocalFiles::relative_to(base)
+                .within(FileRoots::new([sluice_testkit::repo()]).unwrap()),
+            None => LocalFiles::relative_to(dir.path()),
+        });
         let text = config(port, admin);
         let valid = validate(text.as_bytes(), &LocalFiles::relative_to(dir.path())).unwrap();
         let engine = Engine::start(valid, Arc::new(Metrics::new()), files).unwrap();

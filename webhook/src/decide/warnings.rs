@@ -1,5 +1,5 @@
 //! Admission warnings: SNI names a gateway certificate does not cover (when
-//! files are checked), a PLAIN password sent upstream without TLS, then, on UPDATE, what a reload from the old
+//! files are checked), then, on UPDATE, what a reload from the old
 //! configuration to the new one will do, from `sluice_config::diff`.
 //! Kubernetes asks for warnings of at most 120 characters and few of them;
 //! the most disruptive come first.
@@ -19,7 +19,6 @@ pub const MAX_WARNING_CHARS: usize = 120;
 /// it replaces a valid one.
 pub fn admission_warnings(d: Option<&Changes>, config: &ProxyConfig) -> Vec<String> {
     let mut all = sluice_config::sni::warnings(config);
-    all.extend(sluice_config::sasl::warnings(config));
     all.extend(d.map(changes).unwrap_or_default());
     summarise(all)
 }
