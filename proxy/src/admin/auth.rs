@@ -1,12 +1,16 @@
 //! Who may call the mutating endpoints, decided on the request's head alone
 //! (pure: no clock, no I/O; `guard` runs it before the body is read).
 //!
-//! - A request from a web page (an `Origin` header) or naming a foreign
-//!   `Host` (DNS rebinding) is refused, whoever sends it.
+//! - A request from a web page (an `Origin` header) is refused, whoever
+//!   sends it.
 //! - With `admin.tokenFile`, every caller presents `Authorization: Bearer
 //!   <token>`, loopback included: a service-mesh sidecar (127.0.0.6),
-//!   `kubectl port-forward` and every local user arrive from loopback.
-//! - Without a token, loopback callers only.
+//!   `kubectl port-forward` and every local user arrive from loopback. Any
+//!   `Host` may be named then (a Service's DNS name, say): a page that
+//!   rebinds a name to the proxy cannot present the token.
+//! - Without a token, loopback callers only, naming a loopback or the
+//!   listener's own address as `Host` (a rebound name is refused: nothing
+//!   else would stop a page on the same host).
 //!
 //! Tokens are compared in constant time, and known by their
 //! [`fingerprint`], never by their text.
@@ -23,7 +27,8 @@ use super::error::ApiError;
 pub(crate) enum Refusal {
     /// The request carries an `Origin` header: a browser sent it.
     Origin,
-    /// The `Host` header names neither this listener's address nor loopback.
+    /// No token is configured and the `Host` header names neither this
+    /// listener's address nor loopback.
     Host,
     /// No token is configured and the caller is not on loopback.
     NotLoopback,
@@ -66,7 +71,7 @@ impl Refusal {
                 ApiError::Forbidden("requests with an Origin header (from a web page) are refused")
             }
             Refusal::Host => ApiError::Forbidden(
-                "the Host header must name this listener's address, localhost, 127.0.0.1 or [::1]",
+                "without admin.tokenFile, the Host header must name this listener's address, localhost, 127.0.0.1 or [::1]",
             ),
             Refusal::NotLoopback => ApiError::Forbidden(
                 "this endpoint accepts loopback callers only; set admin.tokenFile to allow others with a bearer token",
@@ -96,10 +101,10 @@ pub(crate) fn authorize(head: Head<'_>, token: Option<&str>) -> Result<Option<St
     if head.headers.contains_key(header::ORIGIN) {
         return Err(Refusal::Origin);
     }
-    if !host_allowed(head.headers, head.local) {
-        return Err(Refusal::Host);
-    }
     let Some(token) = token else {
+        if !host_allowed(head.headers, head.local) {
+            return Err(Refusal::Host);
+        }
         return match is_loopback(head.peer) {
             true => Ok(None),
             false => Err(Refusal::NotLoopback),

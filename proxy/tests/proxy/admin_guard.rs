@@ -17,6 +17,7 @@ use sluice_proxy::admin::{FAILURE_DELAY, MAX_DELAYED};
 use super::admin_api::{Api, TOKEN};
 
 const WITH_TOKEN: &str = "{ listen: 127.0.0.1:1, tokenFile: token }";
+const WITHOUT_TOKEN: &str = "{ listen: 127.0.0.1:1 }";
 
 /// A POST of the configuration in force, from `from`, with `headers`.
 fn post(api: &Api, path: &str, from: &str, headers: &[(&str, &str)]) -> Request<Body> {
@@ -93,7 +94,7 @@ async fn loopback_and_a_mesh_sidecar_need_the_token() {
 }
 
 #[tokio::test]
-async fn a_web_page_and_a_rebound_name_are_refused_even_with_the_token() {
+async fn a_web_page_is_refused_even_with_the_token_and_a_rebound_name_never_has_it() {
     let api = Api::start(WITH_TOKEN, None);
     let auth = bearer(TOKEN);
     // A browser's CSRF: a simple text/plain POST from another origin.
@@ -107,11 +108,9 @@ async fn a_web_page_and_a_rebound_name_are_refused_even_with_the_token() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{json}");
     assert!(json["error"].as_str().unwrap().contains("Origin"), "{json}");
-    // DNS rebinding: the page's own name, resolved to this proxy.
-    let rebound = [
-        ("authorization", auth.as_str()),
-        ("host", "evil.example:9190"),
-    ];
+    // DNS rebinding: the page's own name, resolved to this proxy. The page
+    // cannot present the token.
+    let rebound = [("host", "evil.example:9190")];
     let (status, json, _) = api
         .send(post(
             &api,
@@ -120,13 +119,33 @@ async fn a_web_page_and_a_rebound_name_are_refused_even_with_the_token() {
             &rebound,
         ))
         .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{json}");
-    assert!(json["error"].as_str().unwrap().contains("Host"), "{json}");
-    let own = [("authorization", auth.as_str()), ("host", "127.0.0.1:9190")];
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{json}");
+    // An operator naming the proxy by its Service, with the token.
+    let service = [
+        ("authorization", auth.as_str()),
+        ("host", "sluice-proxy.kafka-proxy.svc:9190"),
+    ];
     let (status, json, _) = api
-        .send(post(&api, "/admin/config/reload", "127.0.0.1:4000", &own))
+        .send(post(
+            &api,
+            "/admin/config/reload",
+            "10.0.0.7:4000",
+            &service,
+        ))
         .await;
     assert_eq!(status, StatusCode::OK, "{json}");
+    // Without a token configured, a rebound name is refused outright.
+    let open = Api::start(WITHOUT_TOKEN, None);
+    let (status, json, _) = open
+        .send(post(
+            &open,
+            "/admin/config/reload",
+            "127.0.0.1:4000",
+            &rebound,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{json}");
+    assert!(json["error"].as_str().unwrap().contains("Host"), "{json}");
     // Reading stays open: a browser on status changes nothing.
     let mut req = Request::builder()
         .uri("/admin/config/status")

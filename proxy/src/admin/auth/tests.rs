@@ -113,6 +113,20 @@ fn a_foreign_host_is_refused_and_own_addresses_pass() {
         let h = headers(&[(header::HOST, host)]);
         assert_eq!(check("127.0.0.1:1", &h, None), Err(Refusal::Host), "{host}");
     }
+    // With a token, the token decides: a Service name is an operator's, a
+    // rebound page has no token.
+    let bearer = format!("Bearer {}", "t".repeat(40));
+    for host in refused {
+        let with = headers(&[(header::HOST, host), (header::AUTHORIZATION, &bearer)]);
+        let token = "t".repeat(40);
+        assert!(check("10.0.0.7:1", &with, Some(&token)).is_ok(), "{host}");
+        let without = headers(&[(header::HOST, host)]);
+        assert_eq!(
+            check("10.0.0.7:1", &without, Some(&token)),
+            Err(Refusal::MissingToken),
+            "{host}"
+        );
+    }
 }
 
 #[test]
