@@ -1,4 +1,5 @@
-//! What a reload changes, per virtual cluster.
+//! What a reload changes, per virtual cluster: what `sluice-config`'s
+//! `diff` computes and the admin API, the CLI and the webhook report.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,17 @@ pub struct Changes {
     pub global: Vec<String>,
 }
 
+impl Changes {
+    /// True when a reload would change nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.modified.is_empty()
+            && self.rotated.is_empty()
+            && self.global.is_empty()
+    }
+}
+
 /// A cluster present in both configurations that differs, and why: the
 /// reasons tell an operator what a reload will restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,5 +66,11 @@ mod tests {
                 "unchanged": ["steady"], "global": ["drainTimeout changed from 30s to 5s"]}"#,
         );
         assert_eq!(c.modified[0].name, "a");
+        assert!(!c.is_empty());
+        let only_unchanged = Changes {
+            unchanged: vec!["steady".into()],
+            ..Changes::default()
+        };
+        assert!(only_unchanged.is_empty());
     }
 }

@@ -87,6 +87,15 @@ pub enum ClusterState {
 }
 
 impl ClusterState {
+    /// Every state, for code that must name each one.
+    pub const ALL: [ClusterState; 5] = [
+        ClusterState::Initializing,
+        ClusterState::Accepting,
+        ClusterState::Draining,
+        ClusterState::Stopped,
+        ClusterState::Failed,
+    ];
+
     /// The state's name, as on the wire.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -16,6 +16,7 @@
 //! - [`status`]: `GET /admin/config/status`
 //! - [`clusters`]: `GET /admin/clusters`
 //! - [`probes`]: `GET /admin/health` and `GET /admin/ready`
+//! - [`version`]: configuration, effective and attempted versions, parsed once
 //! - [`error`]: the error body of every other failure, and reading answers back
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -29,6 +30,7 @@ pub mod problem;
 pub mod reload;
 pub mod status;
 pub mod validate;
+pub mod version;
 
 pub use changes::{Changes, ModifiedCluster};
 pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus, SniNames};
@@ -43,6 +45,7 @@ pub use status::{
     ReloadStatus, ValidationAttempt, ValidationStatus,
 };
 pub use validate::{ConfigInvalid, ConfigValid, ValidateAnswer};
+pub use version::{AttemptedVersion, ConfigVersion, EffectiveVersion, VersionError};
 
 #[cfg(test)]
 mod roundtrip {

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::version::{ConfigVersion, EffectiveVersion};
+
 use crate::error::{Refused, read};
 use crate::{ConfigProblem, ModifiedCluster};
 
@@ -37,7 +39,7 @@ pub struct ReloadApplied {
     /// sent again, which is not an error (a retried reload is harmless).
     pub changed: bool,
     /// The version now in force, for the next `If-Match`.
-    pub config_version: String,
+    pub config_version: ConfigVersion,
     /// Clusters started.
     pub clusters_added: Vec<String>,
     /// Clusters now draining.
@@ -80,7 +82,7 @@ pub struct ReloadRejected {
     pub valid: bool,
     /// `sha256:<hex>` of the bytes sent, so a caller can remember which
     /// content was rejected and not send it again.
-    pub config_version: String,
+    pub config_version: ConfigVersion,
     /// Every problem found, sorted by position.
     pub errors: Vec<ConfigProblem>,
 }
@@ -108,7 +110,7 @@ pub struct ReloadNotApplied {
     pub error: String,
     /// The version still in force: after a 412, what `If-Match` should have
     /// named.
-    pub config_version: String,
+    pub config_version: ConfigVersion,
     /// When the upstream check failed: per bootstrap server of each failing
     /// cluster, the address and the cause. Such a failure is final for the
     /// version: retrying the same bytes cannot help (a new version can).
@@ -148,7 +150,7 @@ impl ReloadAnswer {
     }
 
     /// 412.
-    pub fn precondition_failed(config_version: String) -> ReloadAnswer {
+    pub fn precondition_failed(config_version: ConfigVersion) -> ReloadAnswer {
         ReloadAnswer::PreconditionFailed(ReloadNotApplied {
             success: false,
             error: "If-Match does not name the configuration version in force".to_owned(),
@@ -159,7 +161,10 @@ impl ReloadAnswer {
 
     /// 412 for [`crate::endpoints::IF_EFFECTIVE_MATCH`]: the referenced
     /// files, as read for this reload, have effective version `found`.
-    pub fn effective_precondition_failed(config_version: String, found: &str) -> ReloadAnswer {
+    pub fn effective_precondition_failed(
+        config_version: ConfigVersion,
+        found: &EffectiveVersion,
+    ) -> ReloadAnswer {
         ReloadAnswer::PreconditionFailed(ReloadNotApplied {
             success: false,
             error: format!(
@@ -173,7 +178,7 @@ impl ReloadAnswer {
     /// 500.
     pub fn failed(
         error: String,
-        config_version: String,
+        config_version: ConfigVersion,
         upstream_check: Vec<UpstreamCheckFailure>,
     ) -> ReloadAnswer {
         ReloadAnswer::Failed(ReloadNotApplied {
@@ -185,7 +190,7 @@ impl ReloadAnswer {
     }
 
     /// 503.
-    pub fn shutting_down(config_version: String) -> ReloadAnswer {
+    pub fn shutting_down(config_version: ConfigVersion) -> ReloadAnswer {
         ReloadAnswer::ShuttingDown(ReloadNotApplied {
             success: false,
             error: "the proxy is shutting down: no reload is applied and no listener opens again"
@@ -196,7 +201,7 @@ impl ReloadAnswer {
     }
 
     /// 400.
-    pub fn rejected(config_version: String, errors: Vec<ConfigProblem>) -> ReloadAnswer {
+    pub fn rejected(config_version: ConfigVersion, errors: Vec<ConfigProblem>) -> ReloadAnswer {
         ReloadAnswer::Rejected(ReloadRejected {
             success: false,
             valid: false,
@@ -254,7 +259,7 @@ mod tests {
 
     #[test]
     fn applied_roundtrips() {
-        let json = r#"{"success": true, "changed": true, "configVersion": "sha256:ab",
+        let json = r#"{"success": true, "changed": true, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
             "clustersAdded": ["new"], "clustersRemoved": [],
             "clustersModified": [{"name": "a", "reasons": ["tls changed"]}],
             "clustersRotated": [{"name": "r", "reasons": ["gateway.tls.certFile content changed"]}],
@@ -268,13 +273,13 @@ mod tests {
 
     #[test]
     fn unchanged_roundtrips_and_older_answers_still_read() {
-        let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
+        let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
             "clustersAdded": [], "clustersRemoved": [], "clustersModified": [],
             "clustersRotated": [],
             "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": [],
             "clustersFailed": []}"#;
         roundtrip::<ReloadApplied>(json);
-        let old = r#"{"success": true, "changed": false, "configVersion": "sha256:ab",
+        let old = r#"{"success": true, "changed": false, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
             "clustersAdded": [], "clustersRemoved": [], "clustersModified": [], "durationMs": 0}"#;
         let ReloadAnswer::Applied(a) = ReloadAnswer::from_http(200, old.as_bytes()).unwrap() else {
             panic!("not applied");
@@ -285,7 +290,7 @@ mod tests {
 
     #[test]
     fn rejected_roundtrips() {
-        let json = r#"{"success": false, "valid": false, "configVersion": "sha256:cd",
+        let json = r#"{"success": false, "valid": false, "configVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000",
             "errors": [{"line": 3, "column": 5, "path": "virtualClusters[0].name", "message": "bad"}]}"#;
         let r: ReloadRejected = roundtrip(json);
         let answer = ReloadAnswer::rejected(r.config_version.clone(), r.errors.clone());
@@ -307,14 +312,14 @@ mod tests {
     fn not_applied_roundtrips() {
         let json = r#"{"success": false,
             "error": "If-Match does not name the configuration version in force",
-            "configVersion": "sha256:ef"}"#;
+            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
         let n: ReloadNotApplied = roundtrip(json);
         assert_eq!(
             read_back(412, json),
             ReloadAnswer::precondition_failed(n.config_version)
         );
         let json = r#"{"success": false, "error": "virtual cluster a: bind 127.0.0.1:9092: address in use",
-            "configVersion": "sha256:ef"}"#;
+            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
         let n: ReloadNotApplied = roundtrip(json);
         assert_eq!(
             read_back(500, json),
@@ -322,7 +327,7 @@ mod tests {
         );
         assert!(!n.upstream_check.is_empty() || !read_back_final(json));
         let json = r#"{"success": false, "error": "virtual cluster a: upstream check failed: k:9092: connection refused",
-            "configVersion": "sha256:ef",
+            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000",
             "upstreamCheck": [{"cluster": "a", "address": "k:9092", "cause": "connection refused"}]}"#;
         let n: ReloadNotApplied = roundtrip(json);
         assert!(n.is_final());
@@ -331,13 +336,21 @@ mod tests {
 
     #[test]
     fn shutting_down_roundtrips() {
-        let ReloadAnswer::ShuttingDown(n) = ReloadAnswer::shutting_down("sha256:ef".into()) else {
+        let ReloadAnswer::ShuttingDown(n) = ReloadAnswer::shutting_down(
+            "sha256:ef00000000000000000000000000000000000000000000000000000000000000"
+                .parse()
+                .unwrap(),
+        ) else {
             panic!("not 503");
         };
         let json = serde_json::to_string(&n).unwrap();
         assert_eq!(
             read_back(503, &json),
-            ReloadAnswer::shutting_down("sha256:ef".into())
+            ReloadAnswer::shutting_down(
+                "sha256:ef00000000000000000000000000000000000000000000000000000000000000"
+                    .parse()
+                    .unwrap()
+            )
         );
     }
 

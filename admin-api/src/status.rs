@@ -4,18 +4,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::version::{AttemptedVersion, ConfigVersion, EffectiveVersion};
+
 /// The answer (200).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigStatus {
     /// `sha256:<hex>` of the configuration in force: the watcher compares
     /// it with the file's to know whether there is anything to do, and sends
     /// it as the reload's `If-Match`.
-    pub current_config_version: String,
+    pub current_config_version: ConfigVersion,
     /// `sha256:<hex>` of the configuration in force and the contents of the
     /// files it references as loaded: changes when a certificate does.
-    #[serde(default)]
-    pub effective_version: String,
+    pub effective_version: EffectiveVersion,
     /// Every file the configuration in force references, as written in it.
     #[serde(default)]
     pub files: Vec<String>,
@@ -57,6 +58,29 @@ pub struct ConfigStatus {
     pub clusters_failed: Vec<FailedCluster>,
 }
 
+impl ConfigStatus {
+    /// A proxy running `current` (with `effective`) and nothing else to
+    /// say yet: no attempt, no failure, no instance name, not ready.
+    pub fn running(current: ConfigVersion, effective: EffectiveVersion) -> Self {
+        ConfigStatus {
+            current_config_version: current,
+            effective_version: effective,
+            files: Vec::new(),
+            applied_at: String::new(),
+            last_reload_attempt: None,
+            last_validation_attempt: None,
+            reload_in_progress_since: None,
+            reload_in_progress_stage: None,
+            stopping: false,
+            instance: String::new(),
+            ready: false,
+            running_for_ms: 0,
+            last_failed_version: None,
+            clusters_failed: Vec::new(),
+        }
+    }
+}
+
 /// The steps of a reload, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -77,8 +101,9 @@ pub enum ReloadStage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedVersion {
-    /// `sha256:<hex>` of the configuration that failed.
-    pub version: String,
+    /// What failed: the configuration's version, or its effective version
+    /// when the bytes in force failed with renewed files.
+    pub version: AttemptedVersion,
     /// Where it failed.
     pub stage: FailureStage,
     /// Why, as a person reads it.
@@ -124,7 +149,8 @@ pub struct ReloadAttempt {
     /// How it ended.
     pub status: ReloadStatus,
     /// Version of the configuration it carried.
-    pub requested_version: String,
+    #[serde(with = "crate::version::empty_as_none")]
+    pub requested_version: Option<AttemptedVersion>,
     /// How long it took, in milliseconds.
     pub duration_ms: u64,
     /// Clusters it modified (drained and restarted), when applied.
@@ -160,6 +186,34 @@ pub enum ReloadStatus {
     ShuttingDown,
 }
 
+impl ReloadStatus {
+    /// Every status, for code that must name each one (the metrics'
+    /// label values are these).
+    pub const ALL: [ReloadStatus; 7] = [
+        ReloadStatus::Applied,
+        ReloadStatus::Unchanged,
+        ReloadStatus::Rejected,
+        ReloadStatus::Failed,
+        ReloadStatus::Conflict,
+        ReloadStatus::PreconditionFailed,
+        ReloadStatus::ShuttingDown,
+    ];
+
+    /// The name on the wire, and the `result` label of the proxy's
+    /// `sluice_config_reload_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadStatus::Applied => "applied",
+            ReloadStatus::Unchanged => "unchanged",
+            ReloadStatus::Rejected => "rejected",
+            ReloadStatus::Failed => "failed",
+            ReloadStatus::Conflict => "conflict",
+            ReloadStatus::PreconditionFailed => "precondition_failed",
+            ReloadStatus::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
 /// One validation attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -169,7 +223,8 @@ pub struct ValidationAttempt {
     /// Whether the configuration was valid.
     pub status: ValidationStatus,
     /// Version of the configuration it carried.
-    pub requested_version: String,
+    #[serde(with = "crate::version::empty_as_none")]
+    pub requested_version: Option<AttemptedVersion>,
     /// How many problems were found.
     pub errors: usize,
 }
@@ -192,26 +247,29 @@ mod tests {
     #[test]
     fn roundtrips_before_any_attempt() {
         let s: ConfigStatus = roundtrip(
-            r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
+            r#"{"currentConfigVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000", "appliedAt": "2025-01-02T03:04:05.678Z",
                 "lastReloadAttempt": null, "lastValidationAttempt": null, "reloadInProgressSince": null,
-                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200, "stopping": false, "effectiveVersion": "sha256:ef", "files": [],
+                "instance": "sluice-proxy-7c9d8f6b5-x2kfp", "ready": true, "runningForMs": 1200, "stopping": false, "effectiveVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000", "files": [],
                 "lastFailedVersion": null, "clustersFailed": []}"#,
         );
-        assert_eq!(s.current_config_version, "sha256:ab");
+        assert_eq!(
+            s.current_config_version.as_str(),
+            "sha256:ab00000000000000000000000000000000000000000000000000000000000000"
+        );
     }
 
     #[test]
     fn roundtrips_with_attempts() {
         let s: ConfigStatus = roundtrip(
-            r#"{"currentConfigVersion": "sha256:ab", "appliedAt": "2025-01-02T03:04:05.678Z",
+            r#"{"currentConfigVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000", "appliedAt": "2025-01-02T03:04:05.678Z",
                 "lastReloadAttempt": {"timestamp": "2025-01-02T03:04:05.000Z", "status": "precondition_failed",
-                    "requestedVersion": "sha256:cd", "durationMs": 3, "clustersModified": [], "clustersAdded": [], "clustersRemoved": [],
-                    "error": "If-Match does not match the version in force (sha256:ab)"},
+                    "requestedVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000", "durationMs": 3, "clustersModified": [], "clustersAdded": [], "clustersRemoved": [],
+                    "error": "If-Match does not match the version in force (sha256:ab00000000000000000000000000000000000000000000000000000000000000)"},
                 "lastValidationAttempt": {"timestamp": "2025-01-02T03:04:04.000Z", "status": "valid",
-                    "requestedVersion": "sha256:cd", "errors": 0},
+                    "requestedVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000", "errors": 0},
                 "reloadInProgressSince": "2025-01-02T03:04:06.000Z",
-                "instance": "a", "ready": false, "runningForMs": 0, "stopping": true, "effectiveVersion": "sha256:ef", "files": ["certs/server.crt"], "reloadInProgressStage": "upstream-check",
-                "lastFailedVersion": {"version": "sha256:cd", "stage": "upstream_check",
+                "instance": "a", "ready": false, "runningForMs": 0, "stopping": true, "effectiveVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000", "files": ["certs/server.crt"], "reloadInProgressStage": "upstream-check",
+                "lastFailedVersion": {"version": "sha256:cd00000000000000000000000000000000000000000000000000000000000000", "stage": "upstream_check",
                     "reason": "virtual cluster orders: upstream check failed: k:9092: connection refused",
                     "timestamp": "2025-01-02T03:04:05.000Z"},
                 "clustersFailed": [{"name": "orders", "error": "bind: address in use",
@@ -224,7 +282,7 @@ mod tests {
             ValidationStatus::Valid
         );
         let applied: ReloadAttempt = roundtrip(
-            r#"{"timestamp": "t", "status": "applied", "requestedVersion": "sha256:cd",
+            r#"{"timestamp": "t", "status": "applied", "requestedVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000",
                 "durationMs": 40, "clustersModified": ["a"], "clustersAdded": ["b"], "clustersRemoved": [],
                 "error": null}"#,
         );

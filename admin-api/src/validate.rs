@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Refused, read};
+use crate::version::{ConfigVersion, EffectiveVersion};
 use crate::{Changes, ConfigProblem};
 
 /// The answer, by status.
@@ -25,7 +26,7 @@ pub struct ConfigValid {
     pub valid: bool,
     /// `sha256:<hex>` of the bytes sent: what a reload of them would put in
     /// force, and what its `If-Match` would name afterwards.
-    pub config_version: String,
+    pub config_version: ConfigVersion,
     /// What a reload would change, compared with the configuration in force.
     pub changes: Changes,
     /// Every file the configuration references, as written in it (relative
@@ -35,8 +36,7 @@ pub struct ConfigValid {
     pub files: Vec<String>,
     /// `sha256:<hex>` of the configuration and the contents of `files` as
     /// the proxy read them; changes when any of them does.
-    #[serde(default)]
-    pub effective_version: String,
+    pub effective_version: EffectiveVersion,
 }
 
 /// 400: the configuration is invalid.
@@ -47,7 +47,7 @@ pub struct ConfigInvalid {
     pub valid: bool,
     /// `sha256:<hex>` of the bytes sent, so a caller can remember which
     /// content was rejected and not send it again.
-    pub config_version: String,
+    pub config_version: ConfigVersion,
     /// Every problem found, sorted by position: all at once, so one edit can
     /// fix them all.
     pub errors: Vec<ConfigProblem>,
@@ -58,46 +58,42 @@ pub struct ConfigInvalid {
     pub files: Vec<String>,
     /// `sha256:<hex>` of the configuration and the contents of `files` as
     /// the proxy read them; changes when any of them does.
-    #[serde(default)]
-    pub effective_version: String,
+    pub effective_version: EffectiveVersion,
 }
 
 impl ValidateAnswer {
-    /// The configuration is valid.
-    pub fn valid(config_version: String, changes: Changes) -> ValidateAnswer {
+    /// The configuration is valid; it references `files` and, with them as
+    /// read, has `effective_version`.
+    pub fn valid(
+        config_version: ConfigVersion,
+        changes: Changes,
+        files: Vec<String>,
+        effective_version: EffectiveVersion,
+    ) -> ValidateAnswer {
         ValidateAnswer::Valid(ConfigValid {
             valid: true,
             config_version,
             changes,
-            files: Vec::new(),
-            effective_version: String::new(),
+            files,
+            effective_version,
         })
     }
 
-    /// The configuration is invalid.
-    pub fn invalid(config_version: String, errors: Vec<ConfigProblem>) -> ValidateAnswer {
+    /// The configuration is invalid; it references `files` (as far as it
+    /// could be read) and, with them as read, has `effective_version`.
+    pub fn invalid(
+        config_version: ConfigVersion,
+        errors: Vec<ConfigProblem>,
+        files: Vec<String>,
+        effective_version: EffectiveVersion,
+    ) -> ValidateAnswer {
         ValidateAnswer::Invalid(ConfigInvalid {
             valid: false,
             config_version,
             errors,
-            files: Vec::new(),
-            effective_version: String::new(),
+            files,
+            effective_version,
         })
-    }
-
-    /// The same answer, naming what the configuration references.
-    pub fn referencing(mut self, files: Vec<String>, effective_version: String) -> ValidateAnswer {
-        match &mut self {
-            ValidateAnswer::Valid(v) => {
-                v.files = files;
-                v.effective_version = effective_version;
-            }
-            ValidateAnswer::Invalid(i) => {
-                i.files = files;
-                i.effective_version = effective_version;
-            }
-        }
-        self
     }
 
     /// The HTTP status that goes with the answer.
@@ -126,14 +122,18 @@ mod tests {
 
     #[test]
     fn valid_roundtrips() {
-        let json = r#"{"valid": true, "configVersion": "sha256:ab",
+        let json = r#"{"valid": true, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
             "changes": {"added": [], "removed": [], "unchanged": ["b"], "global": [],
                         "modified": [{"name": "a", "reasons": ["upstream.bootstrapServers changed"]}],
                         "rotated": []},
-            "files": ["certs/ca.crt"], "effectiveVersion": "sha256:ef"}"#;
+            "files": ["certs/ca.crt"], "effectiveVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
         let v: ConfigValid = roundtrip(json);
-        let answer = ValidateAnswer::valid(v.config_version.clone(), v.changes.clone())
-            .referencing(v.files.clone(), v.effective_version.clone());
+        let answer = ValidateAnswer::valid(
+            v.config_version.clone(),
+            v.changes.clone(),
+            v.files.clone(),
+            v.effective_version.clone(),
+        );
         assert_eq!(answer, ValidateAnswer::Valid(v));
         assert_eq!(answer.status(), 200);
         assert_eq!(
@@ -148,13 +148,18 @@ mod tests {
 
     #[test]
     fn invalid_roundtrips() {
-        let json = r#"{"valid": false, "configVersion": "sha256:cd",
+        let json = r#"{"valid": false, "configVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000",
             "errors": [{"line": 1, "column": 19, "path": "", "message": "invalid YAML: did not find expected node content"}],
-            "files": [], "effectiveVersion": ""}"#;
+            "files": [], "effectiveVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
         let v: ConfigInvalid = roundtrip(json);
         assert_eq!(
             ValidateAnswer::from_http(400, json.as_bytes()),
-            Ok(ValidateAnswer::invalid(v.config_version, v.errors))
+            Ok(ValidateAnswer::invalid(
+                v.config_version,
+                v.errors,
+                v.files,
+                v.effective_version
+            ))
         );
     }
 

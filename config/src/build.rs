@@ -17,6 +17,9 @@ use super::yaml::Node;
 
 mod cluster;
 mod gateway;
+mod token;
+
+pub use token::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};
 
 const TOP_KEYS: &[&str] = &[
     "admin",
@@ -28,10 +31,6 @@ const TOP_KEYS: &[&str] = &[
 const ADMIN_KEYS: &[&str] = &["listen", "tokenFile"];
 const LIMITS_KEYS: &[&str] = &["maxBufferedBytes"];
 /// Builds the whole configuration from the document's root.
-/// The token `manifests/base` ships so that it applies as it is; a proxy
-/// must never run with it (anyone who can read the repository knows it).
-pub const PLACEHOLDER_TOKEN: &str = "change-me-in-your-overlay";
-
 pub(crate) fn proxy_config(cx: &mut Cx<'_>, root: &Node) -> Option<ProxyConfig> {
     let f = Fields::of(cx, root, "", TOP_KEYS)?;
     let admin = match f.optional(cx, "admin", |cx, node, path| Some(admin(cx, node, path))) {
@@ -126,30 +125,9 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
         let Some(bytes) = bytes else {
             return Some((file, None));
         };
-        let token = String::from_utf8(bytes)
-            .ok()
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
-        match token {
-            Some(token) if token == PLACEHOLDER_TOKEN => cx.fail(
-                path,
-                node.mark,
-                format_args!(
-                    "{:?} holds the placeholder token of the base manifests (Secret \
-                     kafka-proxy/sluice-admin-token): anyone can read it, so the proxy refuses it; \
-                     generate one in your overlay (see docs/deploying.md)",
-                    file.path
-                ),
-            ),
-            Some(token) => Some((file, Some(token))),
-            None => cx.fail(
-                path,
-                node.mark,
-                format_args!(
-                    "{:?} must hold one line of printable ASCII, the token",
-                    file.path
-                ),
-            ),
+        match token::token(bytes) {
+            Ok(token) => Some((file, Some(token))),
+            Err(weak) => cx.fail(path, node.mark, token::message(&file.path, weak)),
         }
     });
     if token.is_none() && f.has("tokenFile") {

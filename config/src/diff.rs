@@ -3,57 +3,15 @@
 //! same, including the content of the files it refers to, so a rotated
 //! certificate is a modification even when its path is not.
 
-use serde::Serialize;
+use sluice_admin_api::{Changes, ModifiedCluster};
 
 use super::files::FileRef;
 use super::model::{BrokerPorts, ProxyConfig, Routing, Upstream, VirtualCluster};
 use super::types::format_duration;
 
-/// The changes between two configurations, clusters listed in the order the
-/// new configuration names them (removed ones in the order of the old).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ConfigDiff {
-    /// Clusters only in the new configuration.
-    pub added: Vec<String>,
-    /// Clusters only in the old configuration.
-    pub removed: Vec<String>,
-    /// Clusters in both that differ, with why.
-    pub modified: Vec<Modified>,
-    /// Clusters in both whose only difference is TLS material or the proxy's
-    /// SASL credentials (the contents or paths of their certificate, key, CA
-    /// and credential files): a reload swaps the material into the running
-    /// generation, which keeps its connections.
-    pub rotated: Vec<Modified>,
-    /// Clusters in both that are identical; a reload leaves them alone.
-    pub unchanged: Vec<String>,
-    /// Changes to proxy-wide settings (admin, drainTimeout, startupPolicy,
-    /// limits).
-    pub global: Vec<String>,
-}
-
-/// A cluster present in both configurations that differs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Modified {
-    /// The cluster's name.
-    pub name: String,
-    /// What differs, e.g. `upstream.bootstrapServers changed`.
-    pub reasons: Vec<String>,
-}
-
-impl ConfigDiff {
-    /// True when a reload would change nothing at all.
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty()
-            && self.removed.is_empty()
-            && self.modified.is_empty()
-            && self.rotated.is_empty()
-            && self.global.is_empty()
-    }
-}
-
 /// Compares two configurations.
-pub fn diff(old: &ProxyConfig, new: &ProxyConfig) -> ConfigDiff {
-    let mut d = ConfigDiff::default();
+pub fn diff(old: &ProxyConfig, new: &ProxyConfig) -> Changes {
+    let mut d = Changes::default();
     for cluster in &new.virtual_clusters {
         let name = cluster.name.to_string();
         match old.cluster(cluster.name.as_str()) {
@@ -63,12 +21,12 @@ pub fn diff(old: &ProxyConfig, new: &ProxyConfig) -> ConfigDiff {
                 if reasons.0.is_empty() {
                     d.unchanged.push(name);
                 } else if reasons.1 {
-                    d.modified.push(Modified {
+                    d.modified.push(ModifiedCluster {
                         name,
                         reasons: reasons.0,
                     });
                 } else {
-                    d.rotated.push(Modified {
+                    d.rotated.push(ModifiedCluster {
                         name,
                         reasons: reasons.0,
                     });

@@ -8,32 +8,19 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+pub use sluice_volume::file::{FileRoots, MAX_FILE_BYTES, ReadError};
 use sluice_volume::sha256_hex;
-
-/// Largest referenced file read (a certificate bundle is a few KiB).
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Why a referenced file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FileError {
-    /// Nothing exists at the path.
-    #[error("no such file")]
-    NotFound,
-    /// The proxy's user may not read it.
-    #[error("permission denied")]
-    PermissionDenied,
-    /// It is a directory, a FIFO, a device: anything but a regular file.
-    #[error("not a regular file")]
-    NotAFile,
-    /// It is larger than [`MAX_FILE_BYTES`].
-    #[error("larger than {MAX_FILE_BYTES} bytes")]
-    TooLarge,
+    /// The reader's answer: missing, not a regular file, too large, outside
+    /// the allowed roots...
+    #[error(transparent)]
+    Read(#[from] ReadError),
     /// The source does not read files ([`PathsOnly`]).
     #[error("files are not read by this validator")]
     NotLoaded,
-    /// Any other I/O error, by its description.
-    #[error("{0}")]
-    Io(String),
 }
 
 /// Reads files named in the configuration.
@@ -66,79 +53,65 @@ impl FileSource for PathsOnly {
     }
 }
 
-/// The local filesystem; relative paths are taken from `base` (the directory
-/// of the configuration file), so a config means the same from any working
-/// directory.
-#[derive(Debug, Clone, Default)]
+/// The local filesystem, confined to roots: relative paths are taken from
+/// `base` (the directory of the configuration file, so a configuration means
+/// the same from any working directory), and a file is read only beneath
+/// one of the roots (by default `base` alone), by the rules of
+/// [`sluice_volume::file`]. Whoever may edit the configuration may name any
+/// path; the roots keep them to the files the operator mounted for it.
+#[derive(Debug, Clone)]
 pub struct LocalFiles {
-    base: Option<PathBuf>,
+    base: PathBuf,
+    roots: FileRoots,
 }
 
 impl LocalFiles {
-    /// Relative paths are resolved against `base`.
+    /// Relative paths are resolved against `base`, which is the one root.
     pub fn relative_to(base: impl Into<PathBuf>) -> Self {
-        LocalFiles {
-            base: Some(base.into()),
-        }
+        let base = base.into();
+        let roots = FileRoots::new([&base]).unwrap_or_default();
+        LocalFiles { base, roots }
     }
 
-    /// Relative paths are resolved against the directory holding `config_file`.
+    /// Relative paths are resolved against the directory holding
+    /// `config_file`, which is the one root.
     pub fn beside(config_file: &Path) -> Self {
-        match config_file.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => Self::relative_to(dir),
-            _ => Self::default(),
-        }
+        Self::relative_to(config_dir(config_file))
     }
 
-    fn resolve(&self, path: &str) -> PathBuf {
-        match &self.base {
-            Some(base) if Path::new(path).is_relative() => base.join(path),
-            _ => PathBuf::from(path),
+    /// For the configuration at `config_file`: relative paths from its
+    /// directory, files beneath `roots`, or beneath that directory alone
+    /// when `roots` is empty (the proxy's `--file-root`, repeatable).
+    pub fn for_config(config_file: &Path, roots: &[PathBuf]) -> std::io::Result<Self> {
+        let files = Self::beside(config_file);
+        if roots.is_empty() {
+            return Ok(files);
         }
+        Ok(files.within(FileRoots::new(roots)?))
+    }
+
+    /// The same, with files allowed beneath `roots` instead.
+    pub fn within(self, roots: FileRoots) -> Self {
+        LocalFiles { roots, ..self }
+    }
+
+    /// The roots files are read beneath.
+    pub fn roots(&self) -> &FileRoots {
+        &self.roots
+    }
+}
+
+/// The directory holding `config_file` (`.` for a bare file name).
+pub fn config_dir(config_file: &Path) -> PathBuf {
+    match config_file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 
 impl FileSource for LocalFiles {
     fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
-        read_regular(&self.resolve(path), MAX_FILE_BYTES)
-    }
-}
-
-/// Reads a regular file of at most `limit` bytes. Anything else (a FIFO, a
-/// device, a directory) is refused before it is opened: opening a FIFO for
-/// reading blocks until a writer comes, and would hold a reload, or `check`,
-/// forever. The check follows symlinks (Secret volume files are symlinks
-/// into `..data`), and is made again on the opened file, which is opened
-/// without blocking, so a file swapped for a FIFO in between is refused too.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    if !std::fs::metadata(path).map_err(io_error)?.is_file() {
-        return Err(FileError::NotAFile);
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io_error)?;
-    if !file.metadata().map_err(io_error)?.is_file() {
-        return Err(FileError::NotAFile);
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_error)?;
-    if bytes.len() as u64 > limit {
-        return Err(FileError::TooLarge);
-    }
-    Ok(bytes)
-}
-
-fn io_error(e: std::io::Error) -> FileError {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => FileError::NotFound,
-        std::io::ErrorKind::PermissionDenied => FileError::PermissionDenied,
-        std::io::ErrorKind::IsADirectory => FileError::NotAFile,
-        _ => FileError::Io(e.to_string()),
+        Ok(self.roots.read(&self.base.join(path), MAX_FILE_BYTES)?)
     }
 }
 
@@ -156,7 +129,10 @@ impl MemoryFiles {
 
 impl FileSource for MemoryFiles {
     fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
-        self.0.get(path).cloned().ok_or(FileError::NotFound)
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or(FileError::Read(ReadError::NotFound))
     }
 }
 
@@ -189,20 +165,21 @@ impl FileRef {
 
 /// Reads a configuration file, at most one byte over the size limit (the
 /// validator reports the excess); a failure is an I/O problem. Like every
-/// referenced file, it must be a regular file (a FIFO would block forever).
+/// referenced file, it must be a regular file (a FIFO would block forever);
+/// it is where the operator said, so no root applies.
 pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
-    match read_regular(path, crate::MAX_CONFIG_BYTES as u64) {
+    match sluice_volume::read_regular(path, crate::MAX_CONFIG_BYTES as u64) {
         Ok(bytes) => Ok(bytes),
         // One byte over the limit is read so the validator reports it.
-        Err(FileError::TooLarge) => {
+        Err(ReadError::TooLarge(_)) => {
             let mut bytes = Vec::new();
             std::fs::File::open(path)?
                 .take(crate::MAX_CONFIG_BYTES as u64 + 1)
                 .read_to_end(&mut bytes)?;
             Ok(bytes)
         }
-        Err(FileError::NotFound) => Err(std::io::ErrorKind::NotFound.into()),
-        Err(FileError::PermissionDenied) => Err(std::io::ErrorKind::PermissionDenied.into()),
+        Err(ReadError::NotFound) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(ReadError::PermissionDenied) => Err(std::io::ErrorKind::PermissionDenied.into()),
         Err(e) => Err(std::io::Error::other(e.to_string())),
     }
 }
@@ -210,6 +187,10 @@ pub fn read_config(path: &Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn not_a_file() -> FileError {
+        FileError::Read(ReadError::NotAFile)
+    }
 
     #[test]
     fn a_fifo_is_refused_at_once_instead_of_blocking() {
@@ -223,8 +204,8 @@ mod tests {
         // Through a symlink too, as in a Secret volume.
         std::os::unix::fs::symlink(&fifo, dir.path().join("link.pem")).unwrap();
         let files = LocalFiles::relative_to(dir.path());
-        assert_eq!(files.read("cert.pem").unwrap_err(), FileError::NotAFile);
-        assert_eq!(files.read("link.pem").unwrap_err(), FileError::NotAFile);
+        assert_eq!(files.read("cert.pem").unwrap_err(), not_a_file());
+        assert_eq!(files.read("link.pem").unwrap_err(), not_a_file());
         let e = read_config(&fifo).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file");
     }
@@ -246,10 +227,34 @@ mod tests {
         std::fs::write(dir.path().join("a.pem"), b"x").unwrap();
         let files = LocalFiles::relative_to(dir.path());
         assert_eq!(files.read("a.pem").unwrap(), b"x");
-        assert_eq!(files.read("missing.pem").unwrap_err(), FileError::NotFound);
+        assert_eq!(
+            files.read("missing.pem").unwrap_err(),
+            FileError::Read(ReadError::NotFound)
+        );
         assert_eq!(
             files.read(dir.path().to_str().unwrap()).unwrap_err(),
-            FileError::NotAFile
+            not_a_file()
         );
+    }
+
+    #[test]
+    fn local_files_read_beneath_their_roots_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        let tls = dir.path().join("tls");
+        std::fs::create_dir(&config).unwrap();
+        std::fs::create_dir(&tls).unwrap();
+        std::fs::write(tls.join("tls.crt"), b"cert").unwrap();
+        let beside = LocalFiles::beside(&config.join("proxy.yaml"));
+        let outside = FileError::Read(ReadError::OutsideRoots);
+        let absolute = tls.join("tls.crt");
+        let absolute = absolute.to_str().unwrap();
+        for path in ["../tls/tls.crt", absolute, "/etc/hostname", "../tls/none"] {
+            assert_eq!(beside.read(path).unwrap_err(), outside, "{path}");
+        }
+        let both = beside.within(FileRoots::new([&config, &tls]).unwrap());
+        assert_eq!(both.read("../tls/tls.crt").unwrap(), b"cert");
+        assert_eq!(both.read(absolute).unwrap(), b"cert");
+        assert_eq!(both.read("/etc/hostname").unwrap_err(), outside);
     }
 }

@@ -27,16 +27,12 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::fmt;
 use std::sync::Arc;
-
-use serde::Serialize;
 
 pub mod apis;
 mod build;
 mod claims;
 pub mod diff;
-mod error;
 pub mod files;
 pub mod filter;
 mod listeners;
@@ -49,38 +45,18 @@ pub mod tls;
 pub mod types;
 pub mod yaml;
 
-pub use build::PLACEHOLDER_TOKEN;
-pub use diff::{ConfigDiff, diff};
-pub use error::ConfigError;
-pub use files::{FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
+pub use build::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};
+pub use diff::diff;
+pub use files::{FileRoots, FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
 pub use referenced::Referenced;
+pub use sluice_admin_api::{
+    AttemptedVersion, Changes, ConfigProblem, ConfigVersion, EffectiveVersion, ModifiedCluster,
+};
+pub use sluice_volume::config_version;
 
 /// Largest configuration accepted: a Kubernetes ConfigMap holds at most 1 MiB.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
-
-/// `sha256:<hex>` of a configuration's exact bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ConfigVersion(String);
-
-impl ConfigVersion {
-    /// The version of these bytes.
-    pub fn of(bytes: &[u8]) -> Self {
-        ConfigVersion(sluice_volume::sha256_hex(bytes))
-    }
-
-    /// The version as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ConfigVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// A configuration that passed validation, with the bytes it came from.
 #[derive(Debug, Clone)]
@@ -96,7 +72,7 @@ pub struct ValidConfig {
 }
 
 /// Validates a configuration, returning every error found, sorted by position.
-pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec<ConfigError>> {
+pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec<ConfigProblem>> {
     validate_referenced(bytes, files).0
 }
 
@@ -105,11 +81,11 @@ pub fn validate(bytes: &[u8], files: &dyn FileSource) -> Result<ValidConfig, Vec
 pub fn validate_referenced(
     bytes: &[u8],
     files: &dyn FileSource,
-) -> (Result<ValidConfig, Vec<ConfigError>>, Referenced) {
+) -> (Result<ValidConfig, Vec<ConfigProblem>>, Referenced) {
     let recording = referenced::Recording::new(files);
     let checked = check(bytes, &recording);
-    let version = ConfigVersion::of(bytes);
-    let referenced = recording.referenced(version.as_str());
+    let version = sluice_volume::config_version(bytes);
+    let referenced = recording.referenced(&version);
     let valid = checked.map(|config| ValidConfig {
         config: Arc::new(config),
         version,
@@ -119,18 +95,18 @@ pub fn validate_referenced(
     (valid, referenced)
 }
 
-fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<ConfigError>> {
+fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<ConfigProblem>> {
     if bytes.len() > MAX_CONFIG_BYTES {
-        return Err(vec![ConfigError::whole(format!(
+        return Err(vec![ConfigProblem::whole(format!(
             "file is larger than {MAX_CONFIG_BYTES} bytes (1 MiB, the size limit of a ConfigMap)"
         ))]);
     }
     let text = std::str::from_utf8(bytes).map_err(|e| vec![utf8_error(bytes, &e)])?;
     let root = match yaml::parse(text) {
         Ok(Some(root)) => root,
-        Ok(None) => return Err(vec![ConfigError::whole("file is empty")]),
+        Ok(None) => return Err(vec![ConfigProblem::whole("file is empty")]),
         Err(e) => {
-            return Err(vec![ConfigError {
+            return Err(vec![ConfigProblem {
                 line: Some(e.mark.line),
                 column: Some(e.mark.column),
                 path: String::new(),
@@ -148,20 +124,20 @@ fn check(bytes: &[u8], files: &dyn FileSource) -> Result<ProxyConfig, Vec<Config
             return Ok(config);
         }
         // A reader returned None without recording why: a bug, but never a panic.
-        errors.push(ConfigError::whole("configuration is invalid"));
+        errors.push(ConfigProblem::whole("configuration is invalid"));
     }
     errors.sort_by_key(|e| (e.line, e.column));
     errors.dedup();
     Err(errors)
 }
 
-fn utf8_error(bytes: &[u8], e: &std::str::Utf8Error) -> ConfigError {
+fn utf8_error(bytes: &[u8], e: &std::str::Utf8Error) -> ConfigProblem {
     let good = &bytes[..e.valid_up_to()];
     let line = good.iter().filter(|b| **b == b'\n').count() + 1;
     let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     // Valid up to here, so this is a whole number of characters.
     let column = std::str::from_utf8(&good[line_start..]).map_or(0, |s| s.chars().count()) + 1;
-    ConfigError {
+    ConfigProblem {
         line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
         column: Some(u32::try_from(column).unwrap_or(u32::MAX)),
         path: String::new(),

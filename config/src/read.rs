@@ -5,7 +5,7 @@
 
 use std::fmt::Display;
 
-use super::ConfigError;
+use super::ConfigProblem;
 use super::claims::{Claim, SniClaim};
 use super::files::FileSource;
 use super::yaml::{Entry, Mark, Node, Value};
@@ -14,7 +14,7 @@ use super::yaml::{Entry, Mark, Node, Value};
 /// and the listeners and SNI names claimed so far (checked for conflicts at
 /// the end).
 pub(crate) struct Cx<'a> {
-    pub(crate) errors: Vec<ConfigError>,
+    pub(crate) errors: Vec<ConfigProblem>,
     pub(crate) files: &'a dyn FileSource,
     pub(crate) claims: Vec<Claim>,
     pub(crate) sni: Vec<SniClaim>,
@@ -32,7 +32,7 @@ impl<'a> Cx<'a> {
 
     /// Records an error at a path and position.
     pub(crate) fn error(&mut self, path: &str, mark: Mark, message: impl Display) {
-        self.errors.push(ConfigError {
+        self.errors.push(ConfigProblem {
             line: Some(mark.line),
             column: Some(mark.column),
             path: path.to_owned(),

@@ -5,22 +5,25 @@
 
 use std::sync::Mutex;
 
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use sluice_volume::{effective_version, sha256_hex};
 
-use crate::files::{FileError, FileSource};
+use crate::files::{FileError, FileSource, ReadError};
 
 /// The files a validation read and the effective version they make.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Referenced {
     /// Every referenced path, as written in the configuration, in the order
     /// validation read them, each once.
     pub files: Vec<String>,
-    /// `sha256:<hex>` of the configuration and the contents of `files`.
-    pub effective_version: String,
+    /// The configuration's version and the contents of `files`, digested.
+    pub effective_version: EffectiveVersion,
 }
 
 /// A [`FileSource`] that remembers what was read through it: each path
-/// once, with the version of its content (`None`: unreadable).
+/// once, with the version of its content (`None`: unreadable). A path
+/// refused because it lies outside the allowed roots is not remembered: the
+/// proxy never names it to the watcher, which would read it to compare.
 pub(crate) struct Recording<'a> {
     inner: &'a dyn FileSource,
     reads: Mutex<Vec<(String, Option<String>)>>,
@@ -35,7 +38,7 @@ impl<'a> Recording<'a> {
     }
 
     /// What was read, for a configuration of version `config_version`.
-    pub(crate) fn referenced(self, config_version: &str) -> Referenced {
+    pub(crate) fn referenced(self, config_version: &ConfigVersion) -> Referenced {
         let reads = self
             .reads
             .into_inner()
@@ -58,7 +61,8 @@ impl FileSource for Recording<'_> {
             .reads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !reads.iter().any(|(p, _)| p == path) {
+        let outside = matches!(result, Err(FileError::Read(ReadError::OutsideRoots)));
+        if !outside && !reads.iter().any(|(p, _)| p == path) {
             let version = result.as_deref().ok().map(sha256_hex);
             reads.push((path.to_owned(), version));
         }
@@ -84,7 +88,7 @@ mod tests {
         for path in ["b.pem", "a.pem", "b.pem", "missing.pem"] {
             let _ = recording.read(path);
         }
-        let first = recording.referenced("sha256:c");
+        let first = recording.referenced(&sluice_volume::config_version(b"c"));
         assert_eq!(first.files, ["b.pem", "a.pem", "missing.pem"]);
 
         let changed = MemoryFiles::default()
@@ -94,8 +98,25 @@ mod tests {
         for path in ["b.pem", "a.pem", "missing.pem"] {
             let _ = recording.read(path);
         }
-        let second = recording.referenced("sha256:c");
+        let second = recording.referenced(&sluice_volume::config_version(b"c"));
         assert_eq!(second.files, first.files);
         assert_ne!(second.effective_version, first.effective_version);
+    }
+
+    #[test]
+    fn a_path_outside_the_roots_is_not_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("in.pem"), b"x").unwrap();
+        let files = crate::LocalFiles::relative_to(dir.path());
+        let recording = Recording::new(&files);
+        for path in ["in.pem", "/etc/hostname", "../x", "missing.pem"] {
+            let _ = recording.read(path);
+        }
+        assert_eq!(
+            recording
+                .referenced(&sluice_volume::config_version(b"c"))
+                .files,
+            ["in.pem", "missing.pem"]
+        );
     }
 }

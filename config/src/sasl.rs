@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::files::FileRef;
+use super::model::StaticNode;
 pub use super::model::sasl::{Credentials, SaslMechanism, UpstreamSasl};
-use super::model::{ProxyConfig, StaticNode};
 use super::read::{Cx, Fields, index, integer, list, string, suggest};
 use super::tls::{Loaded, read_file};
 use super::types::HostPort;
@@ -22,10 +22,28 @@ use super::yaml::Node;
 const SASL_KEYS: &[&str] = &["mechanism", "usernameFile", "passwordFile"];
 const NODE_KEYS: &[&str] = &["id", "address"];
 
-/// Reads `upstream.sasl`.
-pub(crate) fn upstream_sasl(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<UpstreamSasl> {
+/// Reads `upstream.sasl`; `tls` tells whether `upstream.tls` is set: PLAIN
+/// sends the password as it is, so it is refused without TLS (whoever may
+/// edit the configuration could otherwise have the password sent in clear
+/// to any address, by the reload's own upstream check).
+pub(crate) fn upstream_sasl(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+    tls: bool,
+) -> Option<UpstreamSasl> {
     let f = Fields::of(cx, node, path, SASL_KEYS)?;
-    let mechanism = f.required(cx, "mechanism", mechanism);
+    let mechanism = f.required(cx, "mechanism", |cx, node, path| {
+        let m = mechanism(cx, node, path)?;
+        if m == SaslMechanism::Plain && !tls {
+            return cx.fail(
+                path,
+                node.mark,
+                "PLAIN sends the password in clear text: it needs upstream.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)",
+            );
+        }
+        Some(m)
+    });
     let username = f.required(cx, "usernameFile", |cx, node, path| {
         secret(cx, node, path, "username")
     });
@@ -132,26 +150,4 @@ pub(crate) fn upstream_nodes(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option
         }
     }
     ok.then_some(nodes)
-}
-
-/// A warning per cluster that sends a PLAIN password without upstream TLS,
-/// where anyone on the path can read it.
-pub fn warnings(config: &ProxyConfig) -> Vec<String> {
-    config
-        .virtual_clusters
-        .iter()
-        .filter(|c| c.upstream.tls.is_none())
-        .filter(|c| {
-            c.upstream
-                .sasl
-                .as_ref()
-                .is_some_and(|s| s.mechanism == SaslMechanism::Plain)
-        })
-        .map(|c| {
-            format!(
-                "virtual cluster {}: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text",
-                c.name
-            )
-        })
-        .collect()
 }

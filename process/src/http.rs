@@ -1,6 +1,6 @@
 //! Serving an axum [`Router`] over HTTP/1.1 with keep-alive, a header read
-//! timeout and a body read timeout, so a caller that stalls (slowloris)
-//! holds nothing for long; on shutdown each connection finishes the request
+//! timeout and a total body deadline, so a caller that stalls or dribbles
+//! (slowloris) holds nothing for long; on shutdown each connection finishes the request
 //! it is serving, then closes, and [`serve`] returns once all have.
 //!
 //! Every handler sees the caller's address as a `ConnectInfo<SocketAddr>`
@@ -18,8 +18,11 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower_http::timeout::RequestBodyTimeoutLayer;
 use tracing::Instrument as _;
+
+mod deadline;
+
+pub use deadline::{BodyDeadlineExceeded, DeadlineBody, with_deadline};
 
 /// How long a caller may stay silent while sending a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +30,8 @@ pub struct Timeouts {
     /// A request's headers, from the start of the request (or of the
     /// keep-alive wait for the next one).
     pub headers: Duration,
-    /// A request's body, once its headers are in.
+    /// A request's whole body, from the moment its headers are in: a total
+    /// deadline, not a silence between chunks.
     pub body: Duration,
 }
 
@@ -71,7 +75,7 @@ pub async fn serve(
     timeouts: Timeouts,
     shutdown: CancellationToken,
 ) {
-    let app = app.layer(RequestBodyTimeoutLayer::new(timeouts.body));
+    let app = body_deadline(app, timeouts.body);
     let tracker = TaskTracker::new();
     while let Some((tcp, peer)) = accept(&listener, &shutdown).await {
         let app = app.clone();
@@ -90,6 +94,15 @@ pub async fn serve(
     }
     tracker.close();
     tracker.wait().await;
+}
+
+/// `app` with every request body under a total deadline of `total`
+/// ([`DeadlineBody`]); [`serve`] adds it, a server with its own accept loop
+/// adds it itself.
+pub fn body_deadline(app: Router, total: Duration) -> Router {
+    app.layer(axum::middleware::map_request(
+        move |request: axum::extract::Request| async move { with_deadline(request, total) },
+    ))
 }
 
 /// Serves HTTP/1.1 on one accepted connection (`io` already wrapped for

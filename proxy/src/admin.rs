@@ -8,15 +8,20 @@
 //!
 //! - `config`: the configuration endpoints
 //! - `answer`: the engine's outcomes as the admin API's answers
-//! - `auth`: who may call the mutating ones
+//! - `auth`: who may call the mutating ones (pure, on the request's head)
+//! - `guard`: the middleware that applies `auth` before a body is read
+//! - `events`: refused callers and connections, logged and counted; the
+//!   audit line of every mutating call
 //! - [`error`]: the JSON error type
-//! - `serve`: connections with header and body read timeouts
+//! - `serve`: connections, capped, with a header timeout and a total body
+//!   deadline
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use sluice_admin_api::endpoints;
@@ -29,7 +34,12 @@ mod answer;
 mod auth;
 mod config;
 pub mod error;
+pub(crate) mod events;
+mod guard;
 mod serve;
+
+pub use guard::{FAILURE_DELAY, MAX_DELAYED};
+pub use serve::MAX_CONNECTIONS;
 
 /// Largest request body: a configuration at its size limit, with room for
 /// the validator to report the excess itself.
@@ -43,11 +53,23 @@ pub struct AppState {
 }
 
 /// The admin API's routes. Mutating endpoints look at the caller's address,
-/// a `ConnectInfo<SocketAddr>` request extension ([`serve`] adds it).
+/// a `ConnectInfo<SocketAddr>` request extension ([`serve`] adds it), and
+/// refused tokens wait [`FAILURE_DELAY`]. Registers the admin API's metrics
+/// in the engine's registry: build it once per engine.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let events = events::AdminEvents::new(state.engine.metrics());
+    routes(state, events)
+}
+
+fn routes(state: AppState, events: events::AdminEvents) -> Router {
+    let guard = guard::Guard::new(Arc::clone(&state.engine), events);
+    // The gate runs on these routes only, before their handlers read the body.
+    let mutating = Router::new()
         .route(endpoints::VALIDATE, post(config::validate))
         .route(endpoints::RELOAD, post(config::reload))
+        .route_layer(middleware::from_fn_with_state(guard, guard::admit));
+    Router::new()
+        .merge(mutating)
         .route(endpoints::STATUS, get(config::status))
         .route(endpoints::CONFIG, get(config::current))
         .route(endpoints::CLUSTERS, get(clusters))
@@ -60,15 +82,17 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves the router on a bound listener until `shutdown` completes; a
-/// request's headers must arrive within `read_timeout` (its body within
-/// three times that).
+/// request's headers must arrive within `read_timeout` (its whole body
+/// within three times that), and at most [`MAX_CONNECTIONS`] are open.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     read_timeout: std::time::Duration,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    serve::serve(listener, router(state), read_timeout, shutdown).await;
+    let events = events::AdminEvents::new(state.engine.metrics());
+    let app = routes(state, events.clone());
+    serve::serve(listener, app, events, read_timeout, shutdown).await;
 }
 
 async fn health() -> Json<Health> {

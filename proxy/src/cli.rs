@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use sluice_process::Exit;
 pub use sluice_process::LogFormat;
 
-use crate::config::{self, ConfigError, LocalFiles, ValidConfig, read_config};
+use crate::config::{self, ConfigProblem, LocalFiles, ValidConfig, read_config};
 use crate::server::RunOptions;
 
 mod check;
@@ -66,6 +66,30 @@ pub struct CheckArgs {
     /// admission webhook checks by default.
     #[arg(long, env = "SLUICE_PATHS_ONLY")]
     pub paths_only: bool,
+    /// Where referenced files may lie.
+    #[command(flatten)]
+    pub roots: FileRootArgs,
+}
+
+/// `--file-root`, shared by `run`, `check` and `diff`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FileRootArgs {
+    /// A directory the files the configuration references (TLS material,
+    /// SASL credentials, the admin token) may lie beneath; repeatable, or
+    /// comma-separated. A path that leaves every root (absolute, with `..`,
+    /// or through a symlink whose target is outside) is a validation error,
+    /// so whoever may edit the configuration cannot have the proxy read,
+    /// or send upstream, any other file. Symlinks inside a root are
+    /// followed (Secret volumes). Default: the configuration file's
+    /// directory. In Kubernetes, name each mount: the ConfigMap's, each
+    /// Secret's.
+    #[arg(
+        long = "file-root",
+        value_name = "DIR",
+        env = "SLUICE_FILE_ROOTS",
+        value_delimiter = ','
+    )]
+    pub file_roots: Vec<PathBuf>,
 }
 
 /// Arguments of `run`.
@@ -96,6 +120,9 @@ pub struct RunArgs {
     /// Default: env POD_NAME, then SLUICE_INSTANCE, then the host name.
     #[arg(long, value_name = "NAME")]
     pub instance: Option<String>,
+    /// Where referenced files may lie.
+    #[command(flatten)]
+    pub roots: FileRootArgs,
 }
 
 /// The instance name: `--instance`, else POD_NAME, SLUICE_INSTANCE, the host name.
@@ -120,6 +147,7 @@ impl RunArgs {
             persist: self.persist,
             admin_read_timeout: self.admin_read_timeout,
             instance: instance(self.instance.as_deref()),
+            file_roots: self.roots.file_roots.clone(),
         }
     }
 }
@@ -136,6 +164,9 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text, env = "SLUICE_FORMAT")]
     pub format: Format,
+    /// Where referenced files may lie.
+    #[command(flatten)]
+    pub roots: FileRootArgs,
 }
 
 /// How results are printed.
@@ -158,13 +189,19 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCo
 }
 
 /// Reads and validates one file, with relative paths taken from its
-/// directory (or, with `paths_only`, without reading referenced files).
-fn load(path: &Path, paths_only: bool) -> io::Result<Result<ValidConfig, Vec<ConfigError>>> {
+/// directory and files read beneath `roots` (default: that directory), or,
+/// with `paths_only`, without reading referenced files.
+fn load(
+    path: &Path,
+    paths_only: bool,
+    roots: &FileRootArgs,
+) -> io::Result<Result<ValidConfig, Vec<ConfigProblem>>> {
     let bytes = read_config(path)?;
     Ok(if paths_only {
         config::validate(&bytes, &config::PathsOnly)
     } else {
-        config::validate(&bytes, &LocalFiles::beside(path))
+        let files = LocalFiles::for_config(path, &roots.file_roots)?;
+        config::validate(&bytes, &files)
     })
 }
 

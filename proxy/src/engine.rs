@@ -27,8 +27,8 @@ use crate::config::{FileSource, ProxyConfig, ValidConfig};
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::listener::Listener;
 use crate::events::Events;
-use crate::lifecycle::State;
 use crate::metrics::Metrics;
+use sluice_admin_api::ClusterState;
 use sluice_admin_api::ReloadStage;
 
 mod check;
@@ -116,7 +116,7 @@ impl Inner {
 struct Generation {
     runtime: Option<Arc<ClusterRuntime>>,
     generation: u64,
-    state: State,
+    state: ClusterState,
     since: SystemTime,
     reason: Option<String>,
     listeners: Vec<SocketAddr>,

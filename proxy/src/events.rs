@@ -10,8 +10,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use crate::lifecycle::State;
 use crate::metrics::Metrics;
+use sluice_admin_api::{ClusterState, ReloadStatus};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ResultLabel {
@@ -40,51 +40,6 @@ struct TransitionLabels {
 struct ClusterGeneration {
     cluster: String,
     generation: String,
-}
-
-/// How a reload ended, as counted in `sluice_config_reload_total{result}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReloadResult {
-    /// A new configuration is in force.
-    Applied,
-    /// Nothing to do: same configuration.
-    Unchanged,
-    /// The configuration is invalid; nothing was touched.
-    Rejected,
-    /// Preparing failed; nothing was touched.
-    Failed,
-    /// Another reload was running.
-    Conflict,
-    /// `If-Match` named another version than the one in force.
-    PreconditionFailed,
-    /// The proxy was stopping (SIGTERM).
-    ShuttingDown,
-}
-
-impl ReloadResult {
-    /// Every result, for code that must name each one.
-    pub(crate) const ALL: [ReloadResult; 7] = [
-        ReloadResult::Applied,
-        ReloadResult::Unchanged,
-        ReloadResult::Rejected,
-        ReloadResult::Failed,
-        ReloadResult::Conflict,
-        ReloadResult::PreconditionFailed,
-        ReloadResult::ShuttingDown,
-    ];
-
-    /// The label value and the status shown in `/admin/config/status`.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ReloadResult::Applied => "applied",
-            ReloadResult::Unchanged => "unchanged",
-            ReloadResult::Rejected => "rejected",
-            ReloadResult::Failed => "failed",
-            ReloadResult::Conflict => "conflict",
-            ReloadResult::PreconditionFailed => "precondition_failed",
-            ReloadResult::ShuttingDown => "shutting_down",
-        }
-    }
 }
 
 /// The control plane's metrics, and the functions that report events.
@@ -152,7 +107,7 @@ impl Events {
         );
         // Every result exists from the start, at 0: an alert on
         // `increase(...{result="failed"})` sees the first failure too.
-        for result in ReloadResult::ALL {
+        for result in ReloadStatus::ALL {
             e.reloads.get_or_create_owned(&ResultLabel {
                 result: result.as_str(),
             });
@@ -163,7 +118,7 @@ impl Events {
     /// A reload attempt ended.
     pub(crate) fn reload(
         &self,
-        result: ReloadResult,
+        result: ReloadStatus,
         version: &str,
         duration: Duration,
         detail: &str,
@@ -175,7 +130,7 @@ impl Events {
             .inc();
         let ms = duration.as_secs_f64() * 1e3;
         match result {
-            ReloadResult::Applied => {
+            ReloadStatus::Applied => {
                 self.reload_seconds.observe(duration.as_secs_f64());
                 tracing::info!(
                     version,
@@ -184,36 +139,36 @@ impl Events {
                     "configuration reloaded"
                 );
             }
-            ReloadResult::Unchanged => {
+            ReloadStatus::Unchanged => {
                 tracing::info!(
                     version,
                     "reload requested with the configuration in force; nothing to do"
                 )
             }
-            ReloadResult::ShuttingDown => {
+            ReloadStatus::ShuttingDown => {
                 tracing::warn!(
                     version,
                     "reload refused: the proxy is shutting down; nothing changed"
                 )
             }
-            ReloadResult::Rejected => {
+            ReloadStatus::Rejected => {
                 tracing::warn!(
                     version,
                     errors = detail,
                     "reload rejected: configuration invalid; nothing changed"
                 )
             }
-            ReloadResult::Failed => {
+            ReloadStatus::Failed => {
                 tracing::error!(
                     version,
                     error = detail,
                     "reload failed while preparing; nothing changed"
                 )
             }
-            ReloadResult::Conflict => {
+            ReloadStatus::Conflict => {
                 tracing::warn!(version, "reload refused: another reload is running")
             }
-            ReloadResult::PreconditionFailed => {
+            ReloadStatus::PreconditionFailed => {
                 tracing::warn!(
                     version,
                     current = detail,
@@ -242,8 +197,8 @@ impl Events {
         &self,
         cluster: &str,
         generation: u64,
-        from: Option<State>,
-        to: State,
+        from: Option<ClusterState>,
+        to: ClusterState,
         reason: Option<&str>,
     ) {
         if let Some(from) = from {
@@ -257,9 +212,9 @@ impl Events {
                 .inc();
         }
         self.count_state(cluster, to, 1);
-        let from = from.map_or("none", State::as_str);
+        let from = from.map_or("none", ClusterState::as_str);
         match to {
-            State::Failed => {
+            ClusterState::Failed => {
                 tracing::error!(
                     cluster,
                     generation,
@@ -307,7 +262,7 @@ impl Events {
     /// failed prepare of a reload that changed nothing, or a failed record
     /// replaced or removed): its state and connection series go, so that
     /// retries cannot grow the metrics without bound.
-    pub(crate) fn forget(&self, cluster: &str, generation: u64, state: State) {
+    pub(crate) fn forget(&self, cluster: &str, generation: u64, state: ClusterState) {
         self.count_state(cluster, state, -1);
         self.generation_connections.remove(&ClusterGeneration {
             cluster: cluster.to_owned(),
@@ -324,8 +279,8 @@ impl Events {
     /// Adds `delta` generations to a cluster's count in `state`. Stopped
     /// generations are not counted, and a count back at zero is removed, so
     /// a cluster that is gone leaves no series.
-    fn count_state(&self, cluster: &str, state: State, delta: i64) {
-        if state == State::Stopped {
+    fn count_state(&self, cluster: &str, state: ClusterState, delta: i64) {
+        if state == ClusterState::Stopped {
             return;
         }
         let labels = StateLabels {

@@ -7,27 +7,9 @@
 //! ```
 //!
 //! A reload never edits a running generation: it prepares a new one and
-//! drains the old. Invalid transitions are bugs, refused by [`State::on`].
+//! drains the old. Invalid transitions are bugs, refused by [`Lifecycle::on`].
 
-use std::fmt;
-
-/// Where a generation is in its life. (`GET /admin/clusters` shows it as
-/// `sluice-admin-api`'s `ClusterState`, the same names.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum State {
-    /// Being prepared: filters built, TLS loaded, listeners bound. Serves nothing yet.
-    Initializing,
-    /// Routed: new connections on its ports come to it. Says nothing about upstream health.
-    Accepting,
-    /// Replaced or removed: takes no new connections; open ones end at their
-    /// next request boundary or at `drainTimeout`.
-    Draining,
-    /// Every connection is gone and its resources are released. Terminal.
-    Stopped,
-    /// Preparing failed; whatever was prepared is released. Terminal for this
-    /// generation; a retry is a new generation.
-    Failed,
-}
+use sluice_admin_api::ClusterState;
 
 /// What happens to a generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,16 +29,22 @@ pub(crate) enum Event {
 #[error("invalid lifecycle transition: {event:?} in state {from}")]
 pub(crate) struct InvalidTransition {
     /// The state the generation was in.
-    pub(crate) from: State,
+    pub(crate) from: ClusterState,
     /// The event that was refused.
     pub(crate) event: Event,
 }
 
-impl State {
+/// The pure step function of a generation's lifecycle, on the state the
+/// admin API reports (one type: `GET /admin/clusters` shows exactly this).
+pub(crate) trait Lifecycle: Sized {
     /// The state after `event`, or the refusal.
-    pub(crate) fn on(self, event: Event) -> Result<State, InvalidTransition> {
+    fn on(self, event: Event) -> Result<Self, InvalidTransition>;
+}
+
+impl Lifecycle for ClusterState {
+    fn on(self, event: Event) -> Result<ClusterState, InvalidTransition> {
+        use ClusterState::*;
         use Event::*;
-        use State::*;
         match (self, event) {
             (Initializing, Committed) => Ok(Accepting),
             (Initializing, PrepareFailed) => Ok(Failed),
@@ -64,33 +52,6 @@ impl State {
             (Draining, Drained) => Ok(Stopped),
             (from, event) => Err(InvalidTransition { from, event }),
         }
-    }
-
-    /// Every state, for tests that go through them all.
-    #[cfg(test)]
-    pub(crate) const ALL: [State; 5] = [
-        State::Initializing,
-        State::Accepting,
-        State::Draining,
-        State::Stopped,
-        State::Failed,
-    ];
-
-    /// The state's name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            State::Initializing => "initializing",
-            State::Accepting => "accepting",
-            State::Draining => "draining",
-            State::Stopped => "stopped",
-            State::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -107,20 +68,20 @@ mod tests {
 
     #[test]
     fn the_happy_path_and_the_failure_path() {
-        let s = State::Initializing.on(Event::Committed).unwrap();
-        assert_eq!(s, State::Accepting);
+        let s = ClusterState::Initializing.on(Event::Committed).unwrap();
+        assert_eq!(s, ClusterState::Accepting);
         let s = s.on(Event::Drain).unwrap();
-        assert_eq!(s, State::Draining);
-        assert_eq!(s.on(Event::Drained).unwrap(), State::Stopped);
+        assert_eq!(s, ClusterState::Draining);
+        assert_eq!(s.on(Event::Drained).unwrap(), ClusterState::Stopped);
         assert_eq!(
-            State::Initializing.on(Event::PrepareFailed).unwrap(),
-            State::Failed
+            ClusterState::Initializing.on(Event::PrepareFailed).unwrap(),
+            ClusterState::Failed
         );
     }
 
     #[test]
     fn exactly_four_transitions_are_allowed() {
-        let allowed: Vec<(State, Event)> = State::ALL
+        let allowed: Vec<(ClusterState, Event)> = ClusterState::ALL
             .iter()
             .flat_map(|s| EVENTS.iter().map(move |e| (*s, *e)))
             .filter(|(s, e)| s.on(*e).is_ok())
@@ -128,17 +89,17 @@ mod tests {
         assert_eq!(
             allowed,
             [
-                (State::Initializing, Event::Committed),
-                (State::Initializing, Event::PrepareFailed),
-                (State::Accepting, Event::Drain),
-                (State::Draining, Event::Drained),
+                (ClusterState::Initializing, Event::Committed),
+                (ClusterState::Initializing, Event::PrepareFailed),
+                (ClusterState::Accepting, Event::Drain),
+                (ClusterState::Draining, Event::Drained),
             ]
         );
     }
 
     #[test]
     fn terminal_states_refuse_everything() {
-        for terminal in [State::Stopped, State::Failed] {
+        for terminal in [ClusterState::Stopped, ClusterState::Failed] {
             for e in EVENTS {
                 assert_eq!(
                     terminal.on(e),

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AppState};
 use crate::config::read_config;
-use crate::config::{self, ConfigError, LocalFiles};
+use crate::config::{self, ConfigProblem, LocalFiles};
 use crate::engine::{Engine, ReloadOutcome, StartError};
 use crate::metrics::Metrics;
 
@@ -31,6 +31,9 @@ pub struct RunOptions {
     pub admin_read_timeout: std::time::Duration,
     /// This proxy's instance name in status (`--instance`): the pod name.
     pub instance: String,
+    /// The directories referenced files may lie beneath (`--file-root`);
+    /// empty: the configuration's own directory.
+    pub file_roots: Vec<PathBuf>,
 }
 
 /// Why the proxy could not run.
@@ -51,7 +54,7 @@ pub enum RunError {
         /// The file.
         path: String,
         /// Every error.
-        errors: Vec<ConfigError>,
+        errors: Vec<ConfigProblem>,
     },
     /// Clusters failed to start under fail-fast.
     #[error(transparent)]
@@ -115,7 +118,15 @@ impl Proxy {
             path: path.clone(),
             source,
         })?;
-        let files = Arc::new(LocalFiles::beside(&options.config));
+        let files =
+            LocalFiles::for_config(&options.config, &options.file_roots).map_err(|source| {
+                RunError::Read {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        tracing::info!(roots = ?files.roots().dirs(), "referenced files are read beneath these roots only");
+        let files = Arc::new(files);
         let valid = config::validate(&bytes, &*files).map_err(|errors| RunError::Invalid {
             path: path.clone(),
             errors,
@@ -219,6 +230,9 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
         let outcome =
             tokio::task::spawn_blocking(move || reloading.reload_reading(|| read_config(&file)))
                 .await;
+        if let Ok(Ok(done)) = &outcome {
+            admin::events::audit_signal_reload(done);
+        }
         match outcome {
             Ok(Err(e)) => {
                 tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");

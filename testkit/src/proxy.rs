@@ -21,6 +21,12 @@ pub struct Options {
     pub read_only_dir: bool,
     /// Admin port to use instead of a fresh one (to restart on the same address).
     pub admin_port: Option<u16>,
+    /// `--file-root`s to pass. `None`: the system's temporary directory,
+    /// where tests lay out their volumes side by side, as a pod mounts its
+    /// Secrets beside its ConfigMap (and a manifest names each mount);
+    /// `Some(vec![])`: none, the proxy's default (the configuration's
+    /// directory).
+    pub file_roots: Option<Vec<PathBuf>>,
 }
 
 /// A running proxy.
@@ -74,6 +80,15 @@ impl Proxy {
         let path = dir.path().join("proxy.yaml");
         std::fs::write(&path, config.replace("{admin}", &admin)).expect("write config");
         let proxy = bin("sluice-proxy");
+        let mut args = options.args.clone();
+        let roots = options
+            .file_roots
+            .clone()
+            .unwrap_or_else(|| vec![std::env::temp_dir()]);
+        for root in roots {
+            args.push("--file-root".to_owned());
+            args.push(root.display().to_string());
+        }
         let mut cmd = if options.read_only_dir {
             // A private mount namespace where the configuration's directory
             // is a read-only bind mount, as a ConfigMap volume is.
@@ -82,7 +97,7 @@ impl Proxy {
                 "mount --bind -o ro {d} {d} && exec {} run --config {} --log-format json {}",
                 proxy.display(),
                 path.display(),
-                options.args.join(" ")
+                args.join(" ")
             );
             let mut c = Command::new("unshare");
             c.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
@@ -92,7 +107,7 @@ impl Proxy {
             c.args(["run", "--config"])
                 .arg(&path)
                 .args(["--log-format", "json"])
-                .args(&options.args);
+                .args(&args);
             c
         };
         cmd.env("SLUICE_LOG", "info");
@@ -152,7 +167,7 @@ impl Proxy {
 
     /// The configuration version in force.
     pub fn version(&self) -> String {
-        self.status().current_config_version
+        self.status().current_config_version.to_string()
     }
 
     /// Waits until the proxy runs `version` (polling its status, bounded).

@@ -20,7 +20,8 @@ pub const ADMIN: u16 = 9190;
 pub const WATCHER: u16 = 9192;
 /// The broker's port in the hub.
 pub const BROKER: u16 = 9092;
-const TOKEN: &str = "fleet-test-token";
+/// Every pod's admin token (the proxy refuses fewer than 32 characters).
+const TOKEN: &str = "fleet-test-token-5d41402abc4b2a76b9719d911017c592";
 
 /// Deployment-style pod names: the canary is the first in byte order.
 pub const NAMES: [&str; 3] = [
@@ -163,6 +164,7 @@ impl Fleet {
             proxy.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
             let mut cmd = net.command(&ns, bin("sluice-watcher"));
             cmd.arg("--path").arg(volume.path());
+            cmd.arg("--token-file").arg(volume_dir.join("token"));
             cmd.args([
                 "--proxy",
                 &format!("http://127.0.0.1:{ADMIN}"),
@@ -268,7 +270,7 @@ impl Fleet {
     /// Whether pod `i` runs `version`.
     pub fn runs(&self, i: usize, version: &str) -> bool {
         self.status(i)
-            .is_some_and(|s| s.current_config_version == version)
+            .is_some_and(|s| s.current_config_version.as_str() == version)
     }
 }
 

@@ -1,6 +1,8 @@
-//! `sluice-volume`: what the watcher and the webhook share, and nothing
-//! more, so that neither depends on the proxy.
+//! `sluice-volume`: what the configuration crate, the watcher and the
+//! webhook share, and nothing more, so that none depends on the proxy.
 //!
+//! - [`file`]: the one reader of referenced files: regular files only,
+//!   bounded, confined to the roots the operator sets (no `watch` needed)
 //! - [`version`]: the `sha256:` version of a configuration's bytes (also
 //!   used by `sluice-config`, without the `watch` feature)
 //! - [`watch`]: watching one file of a Kubernetes volume or a host for new
@@ -8,10 +10,12 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod file;
 pub mod version;
 #[cfg(feature = "watch")]
 pub mod watch;
 
-pub use version::{effective_version, sha256_hex};
+pub use file::{FileRoots, MAX_FILE_BYTES, ReadError, read_regular};
+pub use version::{config_version, effective_version, sha256_hex};
 #[cfg(feature = "watch")]
 pub use watch::{Content, VolumeWatcher, WatchError, WatchOptions};

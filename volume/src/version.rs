@@ -1,19 +1,19 @@
-//! The `sha256:<hex>` version: the configuration version the proxy reports,
-//! the digest the watcher compares and the webhook remembers verdicts by.
+//! The `sha256:<hex>` versions: the configuration version the proxy reports,
+//! the digest the watcher compares and the webhook remembers verdicts by, and
+//! the effective version over a configuration and the files it references.
+//! The types are `sluice-admin-api`'s; this is where they are computed.
 
 use sha2::{Digest, Sha256};
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    out
+    config_version(bytes).to_string()
+}
+
+/// The version of a configuration's exact `bytes`.
+pub fn config_version(bytes: &[u8]) -> ConfigVersion {
+    ConfigVersion::from_sha256(&Sha256::digest(bytes).into())
 }
 
 /// The effective version of a configuration: `sha256:<hex>` over the
@@ -24,9 +24,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// notice a changed file when the configuration's bytes did not change. No
 /// single file's digest is ever published on its own.
 pub fn effective_version<'a>(
-    config_version: &str,
+    config_version: &ConfigVersion,
     files: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-) -> String {
+) -> EffectiveVersion {
     let mut text = format!("sluice-effective-v1\n{config_version}\n");
     for (path, version) in files {
         text.push_str(path);
@@ -34,7 +34,7 @@ pub fn effective_version<'a>(
         text.push_str(version.unwrap_or("unreadable"));
         text.push('\n');
     }
-    sha256_hex(text.as_bytes())
+    EffectiveVersion::from_sha256(&Sha256::digest(text.as_bytes()).into())
 }
 
 #[cfg(test)]
@@ -43,17 +43,16 @@ mod tests {
 
     #[test]
     fn the_effective_version_changes_with_any_file_and_only_then() {
-        let base = effective_version("sha256:c", [("a.pem", Some("sha256:1"))]);
-        assert_eq!(
-            base,
-            effective_version("sha256:c", [("a.pem", Some("sha256:1"))])
-        );
+        let c = config_version(b"c");
+        let d = config_version(b"d");
+        let base = effective_version(&c, [("a.pem", Some("sha256:1"))]);
+        assert_eq!(base, effective_version(&c, [("a.pem", Some("sha256:1"))]));
         for other in [
-            effective_version("sha256:d", [("a.pem", Some("sha256:1"))]),
-            effective_version("sha256:c", [("a.pem", Some("sha256:2"))]),
-            effective_version("sha256:c", [("a.pem", None)]),
-            effective_version("sha256:c", [("b.pem", Some("sha256:1"))]),
-            effective_version("sha256:c", []),
+            effective_version(&d, [("a.pem", Some("sha256:1"))]),
+            effective_version(&c, [("a.pem", Some("sha256:2"))]),
+            effective_version(&c, [("a.pem", None)]),
+            effective_version(&c, [("b.pem", Some("sha256:1"))]),
+            effective_version(&c, []),
         ] {
             assert_ne!(base, other);
         }

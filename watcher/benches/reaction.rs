@@ -33,13 +33,14 @@ fn ms(d: Duration) -> f64 {
 
 /// The fake proxy's status: it runs no configuration the watcher has.
 fn status_answer() -> ConfigStatus {
-    ConfigStatus {
-        current_config_version: "sha256:none".to_owned(),
-        applied_at: "2025-01-01T00:00:00.000Z".to_owned(),
-        instance: "bench".to_owned(),
-        ready: true,
-        ..ConfigStatus::default()
-    }
+    let none = format!("sha256:{}", "0".repeat(64));
+    let json = format!(
+        r#"{{"currentConfigVersion": "{none}", "effectiveVersion": "{none}",
+            "appliedAt": "2025-01-01T00:00:00.000Z", "instance": "bench", "ready": true,
+            "lastReloadAttempt": null, "lastValidationAttempt": null,
+            "reloadInProgressSince": null}}"#
+    );
+    serde_json::from_str(&json).expect("a status answer")
 }
 
 /// The fake proxy finds every configuration invalid, so each swap is one
@@ -51,7 +52,15 @@ fn invalid_answer() -> ValidateAnswer {
         path: String::new(),
         message: "bench".to_owned(),
     };
-    ValidateAnswer::invalid("sha256:bench".to_owned(), vec![problem])
+    let version: sluice_admin_api::ConfigVersion = format!("sha256:{}", "b".repeat(64))
+        .parse()
+        .expect("a version");
+    ValidateAnswer::invalid(
+        version.clone(),
+        vec![problem],
+        Vec::new(),
+        version.as_str().parse().expect("a version"),
+    )
 }
 
 /// A listener that sends the arrival time of every status request.

@@ -19,6 +19,7 @@ use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::run::{self, Heartbeat, Settings};
 use crate::schedule::Slot;
+use crate::token::Token;
 use crate::volume::WatchOptions;
 
 /// Everything the watcher runs with (see `cli::Args` for each one's meaning).
@@ -28,7 +29,7 @@ pub struct Options {
     pub path: PathBuf,
     /// The proxy's admin API base URL.
     pub proxy: String,
-    /// A file holding the admin bearer token.
+    /// A file holding the admin bearer token (read again after a 401).
     pub token_file: Option<PathBuf>,
     /// How the file is watched.
     pub watch: WatchOptions,
@@ -114,15 +115,15 @@ impl Watcher {
     pub async fn start(options: Options) -> Result<Watcher, AppError> {
         let token = match &options.token_file {
             None => None,
-            Some(path) => match std::fs::read_to_string(path) {
-                Ok(t) => Some(t.trim().to_owned()),
+            Some(path) => match Token::from_file(path) {
+                Ok(t) => Some(Arc::new(t)),
                 Err(source) => {
                     let path = path.clone();
                     return Err(AppError::TokenFile { path, source });
                 }
             },
         };
-        let client = ProxyClient::new(&options.proxy, token).map_err(AppError::Client)?;
+        let client = ProxyClient::with_token(&options.proxy, token).map_err(AppError::Client)?;
         let addr = options.metrics_listen;
         let failed = |source| AppError::Bind { addr, source };
         let listener = TcpListener::bind(addr).await.map_err(failed)?;

@@ -83,7 +83,8 @@ pub struct Args {
     /// up until the next change or resync.
     #[arg(long, default_value = "5m", value_parser = duration, env = "SLUICE_RETRY_DEADLINE")]
     pub retry_deadline: Duration,
-    /// A file holding the proxy's admin bearer token.
+    /// A file holding the proxy's admin bearer token, sent with validate
+    /// and reload (never with a status read), and read again after a 401.
     #[arg(long, value_name = "FILE", env = "SLUICE_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
     /// Record a Kubernetes Event on this pod for each applied, rejected or
@@ -165,9 +166,6 @@ pub struct FleetArgs {
     /// The peers.
     #[command(flatten)]
     pub peers: PeerArgs,
-    /// A file holding the admin bearer token (status needs none by default).
-    #[arg(long, value_name = "FILE", env = "SLUICE_TOKEN_FILE")]
-    pub token_file: Option<PathBuf>,
     /// How long each pod may take to answer.
     #[arg(long, default_value = "3s", value_parser = positive)]
     pub timeout: Duration,

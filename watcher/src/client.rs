@@ -1,10 +1,17 @@
 //! The proxy's admin API, as the watcher uses it: status, validate, reload.
 //! Answers are read as `sluice-admin-api`'s types, by status; problems are
 //! printed with that crate's one `line:column: path: message` format.
+//!
+//! The bearer token goes with validate and reload only: a status read (this
+//! pod's proxy, or a peer's) never carries it. A 401 is retried once when
+//! the token file holds a new token ([`Token::after_refusal`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_admin_api::{ConfigStatus, Refused, ReloadAnswer, ValidateAnswer, endpoints};
+
+use crate::token::Token;
 
 /// What the watcher needs to know of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +46,21 @@ pub enum CallError {
 pub struct ProxyClient {
     http: reqwest::Client,
     base: String,
-    token: Option<String>,
+    token: Option<Arc<Token>>,
 }
 
 impl ProxyClient {
-    /// `base` is e.g. `http://127.0.0.1:9190`; `token` is sent as a bearer token.
+    /// `base` is e.g. `http://127.0.0.1:9190`; `token` is sent as a bearer
+    /// token with validate and reload.
     pub fn new(base: &str, token: Option<String>) -> Result<ProxyClient, reqwest::Error> {
+        ProxyClient::with_token(base, token.map(|t| Arc::new(Token::fixed(t))))
+    }
+
+    /// Like [`ProxyClient::new`], with a token that follows its file.
+    pub fn with_token(
+        base: &str,
+        token: Option<Arc<Token>>,
+    ) -> Result<ProxyClient, reqwest::Error> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .connect_timeout(Duration::from_secs(5))
@@ -56,20 +72,39 @@ impl ProxyClient {
         })
     }
 
+    /// A request without the token.
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let mut r = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = &self.token {
-            r = r.bearer_auth(t);
+        self.http.request(method, format!("{}{path}", self.base))
+    }
+
+    /// Sends the request `build` makes with the token; after a 401, once
+    /// more with the token file's new token if it holds one.
+    async fn send_with_token(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), CallError> {
+        let Some(token) = &self.token else {
+            return send(build()).await;
+        };
+        let sent = token.current();
+        let answer = send(build().bearer_auth(&sent)).await?;
+        if answer.0 != 401 {
+            return Ok(answer);
         }
-        r
+        match token.after_refusal(&sent).await {
+            Some(fresh) => send(build().bearer_auth(fresh)).await,
+            None => Ok(answer),
+        }
     }
 
     /// The configuration version the proxy runs.
     pub async fn current_version(&self) -> Result<String, CallError> {
-        self.status().await.map(|s| s.current_config_version)
+        self.status()
+            .await
+            .map(|s| s.current_config_version.to_string())
     }
 
-    /// `GET /admin/config/status`.
+    /// `GET /admin/config/status`, without the token.
     pub async fn status(&self) -> Result<ConfigStatus, CallError> {
         let (status, body) = send(self.request(reqwest::Method::GET, endpoints::STATUS)).await?;
         status_answer(status, &body)
@@ -84,11 +119,12 @@ impl ProxyClient {
     /// configuration references (named in valid and invalid answers alike),
     /// and the effective version as the proxy read them.
     pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
-        let (status, body) = send(
-            self.request(reqwest::Method::POST, endpoints::VALIDATE)
-                .body(bytes.to_vec()),
-        )
-        .await?;
+        let (status, body) = self
+            .send_with_token(|| {
+                self.request(reqwest::Method::POST, endpoints::VALIDATE)
+                    .body(bytes.to_vec())
+            })
+            .await?;
         validate_answer(status, &body)
     }
 
@@ -101,16 +137,19 @@ impl ProxyClient {
         if_match: Option<&str>,
         if_effective: Option<&str>,
     ) -> Result<Answer, CallError> {
-        let mut r = self
-            .request(reqwest::Method::POST, endpoints::RELOAD)
-            .body(bytes.to_vec());
-        if let Some(v) = if_match {
-            r = r.header(endpoints::IF_MATCH, v);
-        }
-        if let Some(v) = if_effective {
-            r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
-        }
-        let (status, body) = send(r).await?;
+        let build = || {
+            let mut r = self
+                .request(reqwest::Method::POST, endpoints::RELOAD)
+                .body(bytes.to_vec());
+            if let Some(v) = if_match {
+                r = r.header(endpoints::IF_MATCH, v);
+            }
+            if let Some(v) = if_effective {
+                r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
+            }
+            r
+        };
+        let (status, body) = self.send_with_token(build).await?;
         reload_answer(status, &body)
     }
 }
@@ -144,12 +183,12 @@ fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>, Str
                 clusters_failed: Vec::new(),
             },
             valid.files,
-            valid.effective_version,
+            valid.effective_version.to_string(),
         )),
         ValidateAnswer::Invalid(invalid) => Ok((
             Answer::Invalid(lines(&invalid.errors)),
             invalid.files,
-            invalid.effective_version,
+            invalid.effective_version.to_string(),
         )),
     }
 }
@@ -198,6 +237,14 @@ mod tests {
 
     use super::*;
 
+    fn version() -> sluice_admin_api::ConfigVersion {
+        sluice_volume::config_version(b"proxy.yaml")
+    }
+
+    fn effective() -> sluice_admin_api::EffectiveVersion {
+        sluice_volume::effective_version(&version(), [])
+    }
+
     /// An answer's body, as the proxy writes it.
     macro_rules! body {
         ($answer:expr) => {
@@ -229,12 +276,12 @@ mod tests {
             address: "127.0.0.1:1".into(),
             cause: "connection refused".into(),
         };
-        let failed = ReloadAnswer::failed("check".into(), "sha256:x".into(), vec![check]);
+        let failed = ReloadAnswer::failed("check".into(), version(), vec![check]);
         assert!(matches!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Fatal(_))
         ));
-        let failed = ReloadAnswer::failed("bind".into(), "sha256:x".into(), Vec::new());
+        let failed = ReloadAnswer::failed("bind".into(), version(), Vec::new());
         assert!(matches!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry(_))
@@ -244,26 +291,26 @@ mod tests {
     #[test]
     fn answers_are_classified_by_status() {
         let lines = Answer::Invalid(vec!["3:5: a.b: bad".into(), "file is empty".into()]);
-        let rejected = ValidateAnswer::invalid("sha256:x".into(), invalid());
-        let rejected = rejected.referencing(vec!["ca.pem".into()], "sha256:e".into());
+        let rejected =
+            ValidateAnswer::invalid(version(), invalid(), vec!["ca.pem".into()], effective());
         assert_eq!(
             validate_answer(400, &body!(rejected)),
             Ok((
                 lines.clone(),
                 vec!["ca.pem".to_owned()],
-                "sha256:e".to_owned()
+                effective().to_string()
             ))
         );
-        let rejected = ReloadAnswer::rejected("sha256:x".into(), invalid());
+        let rejected = ReloadAnswer::rejected(version(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
-        let valid = ValidateAnswer::valid("sha256:x".into(), Default::default());
+        let valid = ValidateAnswer::valid(version(), Default::default(), Vec::new(), effective());
         let accepted = Answer::Accepted {
             restart_required: Vec::new(),
             clusters_failed: Vec::new(),
         };
         assert_eq!(
             validate_answer(200, &body!(valid)),
-            Ok((accepted, Vec::new(), String::new()))
+            Ok((accepted, Vec::new(), effective().to_string()))
         );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {
@@ -293,11 +340,7 @@ mod tests {
                 "HTTP 409: another reload is in progress".into()
             ))
         );
-        let failed = ReloadAnswer::failed(
-            "virtual cluster a: bind".into(),
-            "sha256:x".into(),
-            Vec::new(),
-        );
+        let failed = ReloadAnswer::failed("virtual cluster a: bind".into(), version(), Vec::new());
         assert_eq!(
             reload_answer(500, &body!(failed)),
             Err(CallError::Retry("HTTP 500: virtual cluster a: bind".into()))
@@ -309,7 +352,7 @@ mod tests {
         let applied = ReloadApplied {
             success: true,
             changed: true,
-            config_version: "sha256:x".into(),
+            config_version: version(),
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
@@ -330,17 +373,16 @@ mod tests {
 
     #[test]
     fn the_version_comes_from_the_status() {
-        let status = ConfigStatus {
-            current_config_version: "sha256:ab".into(),
-            applied_at: "2025-01-02T03:04:05.678Z".into(),
-            last_reload_attempt: None,
-            last_validation_attempt: None,
-            reload_in_progress_since: None,
-            ..ConfigStatus::default()
-        };
+        let json = format!(
+            r#"{{"currentConfigVersion": "{}", "effectiveVersion": "{}",
+                "appliedAt": "2025-01-02T03:04:05.678Z", "lastReloadAttempt": null,
+                "lastValidationAttempt": null, "reloadInProgressSince": null}}"#,
+            version(),
+            effective()
+        );
         assert_eq!(
-            status_answer(200, &body!(status)).map(|s| s.current_config_version),
-            Ok("sha256:ab".to_owned())
+            status_answer(200, json.as_bytes()).map(|s| s.current_config_version),
+            Ok(version())
         );
         assert!(matches!(
             status_answer(200, b"{}"),

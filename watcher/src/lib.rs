@@ -15,6 +15,7 @@
 //! - [`metrics`]: metrics and the events they count
 //! - [`events`]: Kubernetes Events on the watcher's own pod (`--events`)
 //! - [`http`]: `/healthz` and `/metrics`, with read timeouts
+//! - [`token`]: the admin token, re-read from its file after a 401
 //! - [`app`]: the program: start (token, client, port), then serve until
 //!   shutdown
 //! - [`cli`]: the command line
@@ -33,5 +34,6 @@ pub mod referenced;
 pub mod retry;
 pub mod run;
 pub mod schedule;
+pub mod token;
 /// Watching one file for new content (the shared leaf crate).
 pub use sluice_volume::watch as volume;

@@ -3,18 +3,19 @@
 //! validate and status answers. The watcher watches each one (a Secret
 //! volume's `..data` swap included, by the same volume watcher as the
 //! configuration) and computes the effective version of what it sees, by
-//! the proxy's own function, so a renewed certificate is noticed when the
-//! configuration's bytes did not change.
+//! the proxy's own function and through the proxy's own reader
+//! ([`sluice_volume::file`]: regular files, at most 1 MiB), so a renewed
+//! certificate is noticed when the configuration's bytes did not change,
+//! and a file both sides can read gives both the same version. The proxy
+//! names only files beneath its roots, so no roots are applied here.
 
 use std::path::{Path, PathBuf};
 
+use sluice_admin_api::ConfigVersion;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::volume::{Content, VolumeWatcher, WatchOptions};
-
-/// Largest referenced file read (a certificate bundle is far smaller).
-const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The referenced files, their watches, and their changes.
 #[derive(Debug)]
@@ -110,13 +111,18 @@ impl Referenced {
             .iter()
             .map(|f| read_version(&self.resolve(f)))
             .collect();
+        // Unreadable content has no version, and so no effective one.
+        let Ok(config) = content.digest.parse::<ConfigVersion>() else {
+            return String::new();
+        };
         sluice_volume::effective_version(
-            &content.digest,
+            &config,
             self.files
                 .iter()
                 .zip(&versions)
                 .map(|(f, v)| (f.as_str(), v.as_deref())),
         )
+        .to_string()
     }
 
     /// Waits for a change of any referenced file (forever when none is
@@ -128,15 +134,11 @@ impl Referenced {
     }
 }
 
-/// The version of a regular file's content; `None` when it is missing, not
-/// a regular file (checked before opening, following symlinks: Secret
-/// volume files are symlinks), or too large.
+/// The version of a regular file's content; `None` when the proxy's reader
+/// refuses it (missing, not a regular file, too large), as the proxy's
+/// validation then does.
 fn read_version(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    std::fs::read(path)
+    sluice_volume::read_regular(path, sluice_volume::MAX_FILE_BYTES)
         .ok()
         .map(|bytes| sluice_volume::sha256_hex(&bytes))
 }
@@ -181,5 +183,17 @@ mod tests {
             .unwrap();
         assert!(made.success());
         assert_eq!(read_version(&fifo), None);
+    }
+
+    /// The proxy reads at most 1 MiB; a larger file is unreadable to both
+    /// sides alike, so both compute the same effective version.
+    #[test]
+    fn a_file_the_proxy_refuses_as_too_large_is_unreadable_here_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("bundle.pem");
+        std::fs::write(&big, vec![b'x'; 2 * 1024 * 1024]).unwrap();
+        assert_eq!(read_version(&big), None);
+        std::fs::write(&big, b"x").unwrap();
+        assert_eq!(read_version(&big), Some(sluice_volume::sha256_hex(b"x")));
     }
 }

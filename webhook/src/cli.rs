@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use sluice_config::FileRoots;
 use sluice_process::LogFormat;
 use sluice_process::duration::{parse_flag, parse_positive_flag};
 
@@ -139,13 +140,18 @@ pub struct Args {
     /// on the HTTPS port as well.
     #[arg(long, env = "SLUICE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Read the files a configuration names (TLS material, the admin token)
-    /// and report their problems too. Off by default: those files live in
-    /// the proxy pods, not in the webhook's, so only their paths are checked.
-    #[arg(long, env = "SLUICE_CHECK_FILES")]
+    /// Read the files a configuration names (TLS material, SASL
+    /// credentials, the admin token) and report their problems too, by the
+    /// proxy's rules. Off by default: those files live in the proxy pods,
+    /// not in the webhook's, so only their paths are checked. Needs
+    /// --files-root.
+    #[arg(long, env = "SLUICE_CHECK_FILES", requires = "files_root")]
     pub check_files: bool,
-    /// With --check-files: the directory relative file paths are read from
-    /// (absolute paths are read as they are). Default `/`.
+    /// With --check-files: the directory relative file paths are read from,
+    /// and the one directory files may lie beneath unless --file-root names
+    /// others. A path that leaves the roots (absolute, with `..`, or
+    /// through a symlink out) is denied as "outside the allowed file roots",
+    /// whatever exists there.
     #[arg(
         long,
         env = "SLUICE_FILES_ROOT",
@@ -153,6 +159,17 @@ pub struct Args {
         requires = "check_files"
     )]
     pub files_root: Option<PathBuf>,
+    /// With --check-files: a directory files may lie beneath, as the
+    /// proxy's own `--file-root` (repeatable, or comma-separated); give the
+    /// proxy's. Default: --files-root.
+    #[arg(
+        long = "file-root",
+        env = "SLUICE_FILE_ROOTS",
+        value_name = "DIR",
+        value_delimiter = ',',
+        requires = "check_files"
+    )]
+    pub file_roots: Vec<PathBuf>,
     /// Most errors listed in a denial before "and N more errors"; 0 lists
     /// them all.
     #[arg(
@@ -194,15 +211,21 @@ impl Args {
     /// What [`crate::run::Webhook::start`] needs from the command line; an
     /// error (exit status 2) when the lifetimes do not go together.
     pub fn options(&self) -> Result<Options, clap::Error> {
-        let files = if self.check_files {
-            FileCheck::Local {
-                root: self
-                    .files_root
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("/")),
+        let files = match (&self.files_root, self.check_files) {
+            (Some(root), true) => {
+                let roots = if self.file_roots.is_empty() {
+                    std::slice::from_ref(root)
+                } else {
+                    &self.file_roots[..]
+                };
+                let roots = FileRoots::new(roots)
+                    .map_err(|e| invalid(format!("--files-root and --file-root: {e}")))?;
+                FileCheck::Local {
+                    root: root.clone(),
+                    roots,
+                }
             }
-        } else {
-            FileCheck::PathsOnly
+            _ => FileCheck::PathsOnly,
         };
         Ok(Options {
             listen: self.listen,
@@ -218,8 +241,6 @@ impl Args {
     }
 
     fn certificate(&self) -> Result<Certificate, clap::Error> {
-        let invalid =
-            |m: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, m + "\n");
         match (
             &self.tls_cert,
             &self.tls_key,
@@ -251,6 +272,11 @@ impl Args {
     }
 }
 
+/// A flag's value that parsed but cannot be used (exit status 2).
+fn invalid(message: String) -> clap::Error {
+    clap::Error::raw(clap::error::ErrorKind::ValueValidation, message + "\n")
+}
+
 /// `NAMESPACE/NAME`, both non-empty.
 fn parse_secret(s: &str) -> Result<(String, String), String> {
     match s.split_once('/') {
@@ -264,121 +290,4 @@ fn parse_secret(s: &str) -> Result<(String, String), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_check_paths_only() {
-        let args = Args::try_parse_from(["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"])
-            .expect("parses");
-        let o = args.options().expect("valid");
-        assert_eq!(o.listen, "0.0.0.0:8443".parse().unwrap());
-        assert_eq!(o.config_key, "proxy.yaml");
-        assert_eq!(o.max_errors, 20);
-        assert!(matches!(o.files, FileCheck::PathsOnly));
-    }
-
-    #[test]
-    fn files_root_needs_check_files() {
-        let base = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
-        let without = base.iter().chain(&["--files-root", "/etc"]);
-        assert!(Args::try_parse_from(without).is_err());
-        let with = base
-            .iter()
-            .chain(&["--check-files", "--files-root", "/etc"]);
-        let o = Args::try_parse_from(with)
-            .expect("parses")
-            .options()
-            .expect("valid");
-        assert!(
-            matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/etc"))
-        );
-        let only = base.iter().chain(&["--check-files"]);
-        let o = Args::try_parse_from(only)
-            .expect("parses")
-            .options()
-            .expect("valid");
-        assert!(matches!(o.files, FileCheck::Local { root } if root == std::path::Path::new("/")));
-    }
-
-    #[test]
-    fn durations_use_the_shared_parser() {
-        let base = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
-        let args = base
-            .iter()
-            .chain(&["--read-timeout", "500ms", "--shutdown-grace", "0"]);
-        let o = Args::try_parse_from(args)
-            .expect("parses")
-            .options()
-            .expect("valid");
-        assert_eq!(o.read_timeout, Duration::from_millis(500));
-        assert_eq!(o.shutdown_grace, Duration::ZERO);
-        for bad in [
-            ["--read-timeout", "0s"],
-            ["--read-timeout", "99999999999h"],
-            ["--shutdown-grace", "1m30s"],
-        ] {
-            let e = Args::try_parse_from(base.iter().chain(&bad)).expect_err(bad[1]);
-            assert_eq!(e.exit_code(), 2, "{bad:?}");
-        }
-    }
-
-    const SELF_SIGNED: [&str; 6] = [
-        "sluice-webhook",
-        "--self-signed",
-        "--secret=sluice-system/sluice-webhook-tls",
-        "--webhook-configuration=sluice-webhook",
-        "--cert-hosts=a.svc,127.0.0.1",
-        "--cert-lifetime=10s",
-    ];
-
-    #[test]
-    fn self_signed_names_its_objects_and_lifetimes() {
-        let o = Args::try_parse_from(SELF_SIGNED).expect("parses").options();
-        let Certificate::SelfSigned(s) = o.expect("valid").certificate else {
-            panic!("not self-signed");
-        };
-        assert_eq!(s.secret_name(), "sluice-system/sluice-webhook-tls");
-        assert_eq!(s.configuration, "sluice-webhook");
-        assert_eq!(s.hosts, ["a.svc", "127.0.0.1"]);
-        assert_eq!(s.lifetimes.serving(), Duration::from_secs(10));
-        assert_eq!(s.lifetimes.ca(), Duration::from_secs(3650 * 86_400));
-        let defaults = Args::try_parse_from(&SELF_SIGNED[..5]).expect("parses");
-        assert_eq!(defaults.cert_lifetime, Duration::from_secs(90 * 86_400));
-    }
-
-    #[test]
-    fn self_signed_refuses_what_does_not_go_together() {
-        let parse = |extra: &[&str]| Args::try_parse_from(SELF_SIGNED.iter().chain(extra));
-        // Files and --self-signed exclude each other.
-        assert!(parse(&["--tls-cert", "c"]).is_err());
-        // Neither files nor --self-signed.
-        assert!(Args::try_parse_from(["sluice-webhook"]).is_err());
-        // --self-signed without the objects it looks after.
-        assert!(Args::try_parse_from(&SELF_SIGNED[..3]).is_err());
-        let e = Args::try_parse_from(["sluice-webhook", "--self-signed", "--secret=no-namespace"])
-            .expect_err("not NAMESPACE/NAME");
-        assert!(e.to_string().contains("is not NAMESPACE/NAME"), "{e}");
-        // Valid lifetimes that do not go together: exit status 2, a clear message.
-        let e = parse(&["--ca-lifetime=20s"])
-            .expect("parses")
-            .options()
-            .expect_err("CA too short");
-        assert_eq!(e.exit_code(), 2);
-        assert!(
-            e.to_string()
-                .contains("the CA's lifetime must be at least three times"),
-            "{e}"
-        );
-        assert!(parse(&["--cert-lifetime=48h"]).is_err());
-        let e = parse(&["--cert-hosts=a.svc,"]).expect("parses").options();
-        assert!(
-            e.expect_err("an empty host")
-                .to_string()
-                .contains("--cert-hosts")
-        );
-        // The self-signed flags need --self-signed.
-        let files = ["sluice-webhook", "--tls-cert", "c", "--tls-key", "k"];
-        assert!(Args::try_parse_from(files.iter().chain(&["--secret=a/b"])).is_err());
-    }
-}
+mod tests;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, Operation};
-use sluice_config::{ConfigVersion, FileSource, ValidConfig, diff, validate};
+use sluice_config::{FileSource, ValidConfig, diff, validate};
 
 mod configmap;
 mod message;
@@ -171,7 +171,7 @@ fn old_config(
         if *bytes == *new.bytes {
             return Some(new.clone());
         }
-        if let Some(known) = policy.recent.get(&ConfigVersion::of(&bytes)) {
+        if let Some(known) = policy.recent.get(&sluice_config::config_version(&bytes)) {
             return Some(known);
         }
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sluice_config::{FileSource, LocalFiles, PathsOnly};
+use sluice_config::{FileRoots, FileSource, LocalFiles, PathsOnly};
 use sluice_process::exit::{Exit, ExitStatus};
 use sluice_process::http::Timeouts as HttpTimeouts;
 use sluice_volume::watch::{WatchError, WatchOptions};
@@ -47,10 +47,13 @@ pub enum FileCheck {
     /// Not at all: paths are checked, contents are not (the default, since
     /// the proxy's Secrets are not mounted in the webhook's pod).
     PathsOnly,
-    /// From this machine; relative paths from `root`.
+    /// From this machine; relative paths from `root`, and only files
+    /// beneath `roots`, by the proxy's own rules.
     Local {
         /// The directory relative paths are read from.
         root: PathBuf,
+        /// The directories files may lie beneath (`root` by default).
+        roots: FileRoots,
     },
 }
 
@@ -175,7 +178,9 @@ impl Webhook {
         };
         let files: Arc<dyn FileSource> = match &options.files {
             FileCheck::PathsOnly => Arc::new(PathsOnly),
-            FileCheck::Local { root } => Arc::new(LocalFiles::relative_to(root)),
+            FileCheck::Local { root, roots } => {
+                Arc::new(LocalFiles::relative_to(root).within(roots.clone()))
+            }
         };
         let state = AppState {
             policy: Arc::new(Policy::new(
@@ -261,7 +266,7 @@ impl Webhook {
         state.ready.store(true, Ordering::Relaxed);
         let files = match &options.files {
             FileCheck::PathsOnly => "paths-only".to_owned(),
-            FileCheck::Local { root } => root.display().to_string(),
+            FileCheck::Local { roots, .. } => format!("{:?}", roots.dirs()),
         };
         tracing::info!(
             addr = %https_addr,

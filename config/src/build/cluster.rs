@@ -133,7 +133,10 @@ fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
         Some(d)
     });
     let check_on_reload = f.optional(cx, "checkOnReload", boolean);
-    let sasl = f.optional(cx, "sasl", upstream_sasl);
+    let has_tls = f.has("tls");
+    let sasl = f.optional(cx, "sasl", |cx, node, path| {
+        upstream_sasl(cx, node, path, has_tls)
+    });
     let nodes = f.optional(cx, "nodes", upstream_nodes);
     if (check_timeout.is_none() && f.has("checkTimeout"))
         || (check_on_reload.is_none() && f.has("checkOnReload"))

@@ -9,7 +9,7 @@ use crate::tls::Loaded;
 /// A SASL mechanism the proxy can authenticate with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaslMechanism {
-    /// RFC 4616: the password is sent as it is (use with upstream TLS).
+    /// RFC 4616: the password is sent as it is (so only with upstream TLS).
     Plain,
     /// RFC 7677: SCRAM with SHA-256.
     ScramSha256,

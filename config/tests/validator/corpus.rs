@@ -2,19 +2,23 @@
 //! must fail with exactly the errors in its `.expected` twin, and every file
 //! under `tests/fixtures/config/valid` and `examples/` must pass.
 //!
+//! The fixtures reach shared files with `..` (`../files`, `examples/certs`):
+//! they are read with the repository as the one allowed root.
+//!
 //! `SLUICE_BLESS=1 cargo test -p sluice-config --test validator corpus` rewrites the
 //! `.expected` files; review the diff before committing it.
 
 use std::path::Path;
 
 use sluice_config::read_config;
-use sluice_config::{LocalFiles, validate};
+use sluice_config::{FileRoots, LocalFiles, validate};
 use sluice_testkit::corpus::{self, yaml_files};
 use sluice_testkit::repo;
 
 fn errors_of(path: &Path) -> Vec<String> {
     let bytes = read_config(path).expect("fixture is readable");
-    match validate(&bytes, &LocalFiles::beside(path)) {
+    let roots = FileRoots::new([repo()]).expect("the repository's path");
+    match validate(&bytes, &LocalFiles::beside(path).within(roots)) {
         Ok(_) => Vec::new(),
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
     }

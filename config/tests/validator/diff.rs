@@ -1,7 +1,7 @@
 //! `diff`: which clusters a reload adds, removes, modifies (and why) or
 //! leaves alone — including changes that only show in a referenced file.
 
-use sluice_config::{ConfigDiff, MemoryFiles, ProxyConfig, diff, validate};
+use sluice_config::{Changes, MemoryFiles, ProxyConfig, diff, validate};
 
 fn parse(text: &str, files: &MemoryFiles) -> ProxyConfig {
     let valid = validate(text.as_bytes(), files).unwrap_or_else(|e| panic!("{e:?}"));
@@ -90,9 +90,9 @@ fn whitespace_and_comments_change_the_version_but_nothing_else() {
     assert!(d.is_empty());
     assert_eq!(
         d,
-        ConfigDiff {
+        Changes {
             unchanged: vec!["a".into()],
-            ..ConfigDiff::default()
+            ..Changes::default()
         }
     );
 }

@@ -156,7 +156,7 @@ proptest! {
         let sorted = |mut v: Vec<String>| { v.sort(); v };
         prop_assert_eq!(sorted(forward.added.clone()), sorted(backward.removed.clone()));
         prop_assert_eq!(sorted(forward.removed.clone()), sorted(backward.added.clone()));
-        let names = |d: &sluice_config::ConfigDiff| sorted(d.modified.iter().chain(&d.rotated).map(|m| m.name.clone()).collect());
+        let names = |d: &sluice_config::Changes| sorted(d.modified.iter().chain(&d.rotated).map(|m| m.name.clone()).collect());
         prop_assert_eq!(names(&forward), names(&backward));
         prop_assert_eq!(sorted(forward.unchanged.clone()), sorted(backward.unchanged.clone()));
         // Every cluster of the new config is accounted for exactly once.

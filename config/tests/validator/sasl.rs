@@ -1,8 +1,8 @@
 //! `upstream.sasl` and `upstream.nodes`: what they hold once valid, how a
-//! change shows in a diff, the PLAIN-without-TLS warning, and that the
+//! change shows in a diff, PLAIN refused without TLS, and that the
 //! credentials appear in no error, diff, warning or debug output.
 
-use sluice_config::sasl::{SaslMechanism, warnings};
+use sluice_config::sasl::SaslMechanism;
 use sluice_config::{MemoryFiles, PathsOnly, ProxyConfig, diff, validate, validate_referenced};
 
 const PASSWORD: &str = "s3cret-pw-for-tests";
@@ -38,7 +38,6 @@ fn credentials_are_read_one_line_each_and_never_shown() {
     let debug = format!("{config:?}");
     assert!(!debug.contains(PASSWORD), "{debug}");
     assert!(!debug.contains(&sasl.password_file.digest), "{debug}");
-    assert!(warnings(&config).is_empty());
 }
 
 #[test]
@@ -61,7 +60,10 @@ fn the_files_are_part_of_the_effective_version_and_rotate_in_place() {
 
 #[test]
 fn mechanism_and_node_changes_start_a_new_generation() {
-    let plain = SASL.replace("SCRAM-SHA-256", "PLAIN");
+    let plain = format!(
+        "      tls: {{}}\n{}",
+        SASL.replace("SCRAM-SHA-256", "PLAIN")
+    );
     let nodes = "      nodes: [{ id: 0, address: \"kafka-0:9092\" }]\n";
     let f = files(PASSWORD);
     let d = diff(
@@ -72,6 +74,7 @@ fn mechanism_and_node_changes_start_a_new_generation() {
     assert_eq!(
         d.modified[0].reasons,
         [
+            "upstream.tls added",
             "upstream.sasl.mechanism changed from SCRAM-SHA-256 to PLAIN",
             "upstream.nodes changed"
         ]
@@ -81,17 +84,23 @@ fn mechanism_and_node_changes_start_a_new_generation() {
 }
 
 #[test]
-fn plain_without_upstream_tls_is_accepted_with_a_warning() {
+fn plain_without_upstream_tls_is_refused() {
     let plain = SASL.replace("SCRAM-SHA-256", "PLAIN");
     let f = files(PASSWORD);
-    assert_eq!(
-        warnings(&parse(&yaml(&plain), &f)),
-        [
-            "virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"
-        ]
-    );
+    for source in [&f as &dyn sluice_config::FileSource, &PathsOnly] {
+        let errors = validate(yaml(&plain).as_bytes(), source).unwrap_err();
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "5:26: virtualClusters[0].upstream.sasl.mechanism: PLAIN sends the password in clear text: it needs upstream.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)"
+            ]
+        );
+    }
     let with_tls = format!("      tls: {{}}\n{plain}");
-    assert!(warnings(&parse(&yaml(&with_tls), &f)).is_empty());
+    let config = parse(&yaml(&with_tls), &f);
+    let sasl = config.virtual_clusters[0].upstream.sasl.as_ref().unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::Plain);
 }
 
 #[test]

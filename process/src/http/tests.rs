@@ -88,6 +88,44 @@ async fn a_body_that_stalls_is_cut_off() {
 }
 
 #[tokio::test]
+async fn a_body_dribbled_byte_by_byte_is_cut_at_its_total_deadline() {
+    let timeouts = Timeouts {
+        headers: Duration::from_secs(5),
+        body: HEADERS,
+    };
+    let (addr, _shutdown, _server) = start(timeouts).await;
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    let sent = Instant::now();
+    tcp.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n")
+        .await
+        .expect("write");
+    let (mut read, mut write) = tcp.into_split();
+    // One byte every 100 ms: each well within the deadline, the whole
+    // (2 s) far beyond it.
+    let dribble = tokio::spawn(async move {
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b"x").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut buf = [0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), read.read(&mut buf))
+        .await
+        .expect("an answer")
+        .expect("read");
+    let took = sent.elapsed();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(!answer.contains("200 OK"), "{answer}");
+    assert!(
+        took < HEADERS * 3,
+        "cut at the deadline ({HEADERS:?}), not after the whole body: {took:?}"
+    );
+    dribble.abort();
+}
+
+#[tokio::test]
 async fn handlers_see_the_peer_and_shutdown_waits_for_the_request_in_flight() {
     let (addr, shutdown, server) = start(Timeouts::reading(Duration::from_secs(5))).await;
     let mut tcp = TcpStream::connect(addr).await.expect("connect");

@@ -1,14 +1,10 @@
 //! The engine's outcomes as the admin API's answers: the one place where the
-//! proxy's domain types (`sluice-config`'s errors and diff, the engine's
-//! outcomes) become the wire types of `sluice-admin-api`.
+//! engine's outcomes become the answers of `sluice-admin-api` (problems and
+//! changes are that crate's types already).
 
 use axum::http::StatusCode;
-use sluice_admin_api::{
-    Changes, ConfigProblem, FailedCluster, ModifiedCluster, ReloadAnswer, ReloadApplied,
-    ValidateAnswer,
-};
+use sluice_admin_api::{FailedCluster, ReloadAnswer, ReloadApplied, ValidateAnswer};
 
-use crate::config::{ConfigDiff, ConfigError, diff::Modified};
 use crate::engine::{ReloadOutcome, ValidateOutcome, rfc3339};
 
 /// An answer's status code for axum.
@@ -23,14 +19,22 @@ pub(super) fn validate(outcome: ValidateOutcome) -> ValidateAnswer {
             version,
             changes,
             referenced,
-        } => ValidateAnswer::valid(version.to_string(), wire_changes(changes))
-            .referencing(referenced.files, referenced.effective_version),
+        } => ValidateAnswer::valid(
+            version,
+            changes,
+            referenced.files,
+            referenced.effective_version,
+        ),
         ValidateOutcome::Invalid {
             version,
             errors,
             referenced,
-        } => ValidateAnswer::invalid(version.to_string(), problems(errors))
-            .referencing(referenced.files, referenced.effective_version),
+        } => ValidateAnswer::invalid(
+            version,
+            errors,
+            referenced.files,
+            referenced.effective_version,
+        ),
     }
 }
 
@@ -46,11 +50,11 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         } => ReloadAnswer::Applied(ReloadApplied {
             success: true,
             changed: !changes.is_empty(),
-            config_version: version.to_string(),
+            config_version: version,
             clusters_added: changes.added,
             clusters_removed: changes.removed,
-            clusters_modified: changes.modified.into_iter().map(modified).collect(),
-            clusters_rotated: changes.rotated.into_iter().map(modified).collect(),
+            clusters_modified: changes.modified,
+            clusters_rotated: changes.rotated,
             clusters_unchanged: changes.unchanged,
             duration_ms: duration.as_secs_f64() * 1e3,
             restart_required,
@@ -63,7 +67,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
         } => ReloadAnswer::Applied(ReloadApplied {
             success: true,
             changed: false,
-            config_version: version.to_string(),
+            config_version: version,
             clusters_added: Vec::new(),
             clusters_removed: Vec::new(),
             clusters_modified: Vec::new(),
@@ -73,24 +77,22 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             restart_required,
             clusters_failed: Vec::new(),
         }),
-        ReloadOutcome::Rejected { version, errors } => {
-            ReloadAnswer::rejected(version.to_string(), problems(errors))
-        }
+        ReloadOutcome::Rejected { version, errors } => ReloadAnswer::rejected(version, errors),
         ReloadOutcome::PreconditionFailed {
             current,
             effective: None,
-        } => ReloadAnswer::precondition_failed(current.to_string()),
+        } => ReloadAnswer::precondition_failed(current),
         ReloadOutcome::PreconditionFailed {
             current,
             effective: Some(found),
-        } => ReloadAnswer::effective_precondition_failed(current.to_string(), &found),
+        } => ReloadAnswer::effective_precondition_failed(current, &found),
         ReloadOutcome::Failed {
             reason,
             current,
             upstream,
-        } => ReloadAnswer::failed(reason, current.to_string(), upstream),
+        } => ReloadAnswer::failed(reason, current, upstream),
         ReloadOutcome::Busy { since } => ReloadAnswer::busy(rfc3339(since)),
-        ReloadOutcome::ShuttingDown { current } => ReloadAnswer::shutting_down(current.to_string()),
+        ReloadOutcome::ShuttingDown { current } => ReloadAnswer::shutting_down(current),
     }
 }
 
@@ -106,65 +108,4 @@ fn failed_clusters(failed: Vec<(String, String)>) -> Vec<FailedCluster> {
             since_current_version: true,
         })
         .collect()
-}
-
-fn problems(errors: Vec<ConfigError>) -> Vec<ConfigProblem> {
-    errors.into_iter().map(problem).collect()
-}
-
-fn problem(e: ConfigError) -> ConfigProblem {
-    ConfigProblem {
-        line: e.line,
-        column: e.column,
-        path: e.path,
-        message: e.message,
-    }
-}
-
-fn wire_changes(d: ConfigDiff) -> Changes {
-    Changes {
-        added: d.added,
-        removed: d.removed,
-        modified: d.modified.into_iter().map(modified).collect(),
-        rotated: d.rotated.into_iter().map(modified).collect(),
-        unchanged: d.unchanged,
-        global: d.global,
-    }
-}
-
-fn modified(m: Modified) -> ModifiedCluster {
-    ModifiedCluster {
-        name: m.name,
-        reasons: m.reasons,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `sluice-proxy check` prints `sluice-config`'s errors, the watcher
-    /// prints the admin API's: both print the same line.
-    #[test]
-    fn a_problem_prints_like_the_error_it_comes_from() {
-        let at = |line, column, path: &str| ConfigError {
-            line,
-            column,
-            path: path.to_owned(),
-            message: "port 19092 is already used".to_owned(),
-        };
-        for e in [
-            at(
-                Some(14),
-                Some(7),
-                "virtualClusters[1].gateway.bootstrapPort",
-            ),
-            at(Some(14), None, "virtualClusters[1]"),
-            at(Some(3), Some(1), ""),
-            at(None, None, "admin"),
-            at(None, None, ""),
-        ] {
-            assert_eq!(problem(e.clone()).to_string(), e.to_string());
-        }
-    }
 }

@@ -1,19 +1,20 @@
 //! `/admin/config/*`: validate, reload, status, and the configuration in
-//! force. Each handler reads the request, calls the engine and writes its
-//! answer; nothing else.
+//! force. Each handler reads the request, calls the engine, writes its
+//! answer and, for the mutating ones, the audit line; nothing else (`guard`
+//! admitted the caller before).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Json, Response};
-use sluice_admin_api::{ConfigStatus, endpoints};
+use sluice_admin_api::{ConfigStatus, ReloadAnswer, ValidateAnswer, endpoints};
 
-use super::auth::authorize;
 use super::error::ApiError;
+use super::events::{Caller, audit};
 use super::{AppState, MAX_BODY_BYTES, answer};
 use crate::engine::Preconditions;
 
@@ -29,43 +30,64 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-fn check_caller(s: &AppState, peer: SocketAddr, headers: &HeaderMap) -> Result<(), ApiError> {
-    let config = s.engine.config();
-    let token = config
-        .config
-        .admin
-        .token
-        .as_ref()
-        .map(|t| t.0.as_str().to_owned());
-    authorize(peer, headers, token.as_deref())
+/// How a call that never reached the engine ended, for the audit line.
+fn error_outcome(e: &ApiError) -> &'static str {
+    match e {
+        ApiError::TooLarge(_) => "too_large",
+        ApiError::SlowBody => "slow_body",
+        ApiError::BadBody(_) => "bad_body",
+        ApiError::Unauthorized(_) | ApiError::Forbidden(_) => "refused",
+        ApiError::Internal => "internal_error",
+    }
 }
 
 /// `POST /admin/config/validate`: every error, or what a reload would change.
 pub(super) async fn validate(
     State(s): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    check_caller(&s, peer, &headers)?;
-    let bytes = body(raw)?;
+) -> Response {
+    const ENDPOINT: &str = endpoints::VALIDATE;
+    let bytes = match body(raw) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            audit(&caller, ENDPOINT, None, error_outcome(&e));
+            return e.into_response();
+        }
+    };
+    let version = crate::config::config_version(&bytes);
     let engine = Arc::clone(&s.engine);
-    let outcome = tokio::task::spawn_blocking(move || engine.validate(&bytes))
-        .await
-        .map_err(|_| ApiError::Internal)?;
-    let answer = answer::validate(outcome);
-    Ok((answer::status(answer.status()), Json(answer)).into_response())
+    let answer = match tokio::task::spawn_blocking(move || engine.validate(&bytes)).await {
+        Ok(outcome) => answer::validate(outcome),
+        Err(_) => {
+            audit(&caller, ENDPOINT, Some(version.as_str()), "internal_error");
+            return ApiError::Internal.into_response();
+        }
+    };
+    let outcome = match &answer {
+        ValidateAnswer::Valid(_) => "valid",
+        ValidateAnswer::Invalid(_) => "invalid",
+    };
+    audit(&caller, ENDPOINT, Some(version.as_str()), outcome);
+    (answer::status(answer.status()), Json(answer)).into_response()
 }
 
 /// `POST /admin/config/reload`: prepare, then commit; nothing changes on failure.
 pub(super) async fn reload(
     State(s): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    check_caller(&s, peer, &headers)?;
-    let bytes = body(raw)?;
+) -> Response {
+    const ENDPOINT: &str = endpoints::RELOAD;
+    let bytes = match body(raw) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            audit(&caller, ENDPOINT, None, error_outcome(&e));
+            return e.into_response();
+        }
+    };
+    let version = crate::config::config_version(&bytes);
     let precondition = |name: &str| {
         headers
             .get(name)
@@ -82,10 +104,34 @@ pub(super) async fn reload(
         };
         engine.reload_if(&bytes, pre)
     })
-    .await
-    .map_err(|_| ApiError::Internal)?;
-    let answer = answer::reload(outcome);
-    Ok((answer::status(answer.status()), Json(answer)).into_response())
+    .await;
+    let answer = match outcome {
+        Ok(outcome) => answer::reload(outcome),
+        Err(_) => {
+            audit(&caller, ENDPOINT, Some(version.as_str()), "internal_error");
+            return ApiError::Internal.into_response();
+        }
+    };
+    audit(
+        &caller,
+        ENDPOINT,
+        Some(version.as_str()),
+        reload_outcome(&answer),
+    );
+    (answer::status(answer.status()), Json(answer)).into_response()
+}
+
+/// How a reload ended, in the audit line.
+fn reload_outcome(answer: &ReloadAnswer) -> &'static str {
+    match answer {
+        ReloadAnswer::Applied(a) if a.changed => "applied",
+        ReloadAnswer::Applied(_) => "unchanged",
+        ReloadAnswer::Rejected(_) => "rejected",
+        ReloadAnswer::Busy(_) => "conflict",
+        ReloadAnswer::PreconditionFailed(_) => "precondition_failed",
+        ReloadAnswer::Failed(_) => "failed",
+        ReloadAnswer::ShuttingDown(_) => "shutting_down",
+    }
 }
 
 /// `GET /admin/config/status`.

@@ -1,22 +1,72 @@
-//! The admin API's connections: the shared server of `sluice-process`
-//! (HTTP/1.1 with keep-alive, header and body read timeouts, the caller's
-//! address for `auth`, graceful shutdown), with the admin API's timeouts.
+//! The admin API's connections: the shared HTTP/1.1 server of
+//! `sluice-process` (keep-alive, a header read timeout, the caller's address
+//! for `auth`, graceful shutdown) behind an accept loop of its own, which
+//! caps open connections at [`MAX_CONNECTIONS`] (the excess is closed at
+//! once, so the admin port can never take the process's file descriptors)
+//! and tells each request the address it arrived on (the `Host` check).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use axum::{Extension, Router};
+use hyper_util::rt::TokioIo;
 use sluice_process::http::{self, Timeouts};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use super::events::AdminEvents;
+use super::guard::LocalAddr;
+
+/// The most admin connections open at once: the watcher, probes, Prometheus
+/// and an operator need a handful.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// Accepts on `listener` until `shutdown`, then waits for open requests.
-/// A request's headers must arrive within `read_timeout`, its body within
-/// three times that.
+/// A request's headers must arrive within `read_timeout`, its whole body
+/// within three times that (a total deadline, from the end of the headers).
 pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
+    events: AdminEvents,
     read_timeout: Duration,
     shutdown: CancellationToken,
 ) {
-    http::serve(listener, app, Timeouts::reading(read_timeout), shutdown).await;
+    let timeouts = Timeouts::reading(read_timeout);
+    let app = http::body_deadline(app, timeouts.body);
+    let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let tracker = TaskTracker::new();
+    while let Some((tcp, peer)) = http::accept(&listener, &shutdown).await {
+        let Ok(slot) = Arc::clone(&open).try_acquire_owned() else {
+            drop(tcp);
+            events.connection_refused(peer, MAX_CONNECTIONS);
+            continue;
+        };
+        let mut app = app.clone();
+        if let Ok(local) = tcp.local_addr() {
+            app = app.layer(Extension(LocalAddr(local)));
+        }
+        let shutdown = shutdown.clone();
+        let span = tracing::debug_span!("connection", %peer);
+        tracker.spawn(
+            async move {
+                let _slot = slot;
+                let served = http::serve_connection(
+                    TokioIo::new(tcp),
+                    peer,
+                    app,
+                    timeouts.headers,
+                    &shutdown,
+                );
+                if let Err(e) = served.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            }
+            .instrument(span),
+        );
+    }
+    tracker.close();
+    tracker.wait().await;
 }

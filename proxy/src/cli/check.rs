@@ -5,7 +5,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::{CheckArgs, EXIT_INVALID, EXIT_USAGE, EXIT_VALID, Format, display, load};
-use crate::config::ConfigError;
+use crate::config::ConfigProblem;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -16,7 +16,7 @@ struct FileReport {
     config_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_clusters: Option<Vec<String>>,
-    errors: Vec<ConfigError>,
+    errors: Vec<ConfigProblem>,
     /// Certificates close to expiry or past it, or not covering a
     /// cluster's SNI names: worth a look, not invalid (validation itself is
     /// free of the clock, and a client may not verify names).
@@ -32,7 +32,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let mut reports = Vec::new();
     for path in &args.files {
         let file = display(path);
-        let report = match load(path, args.paths_only) {
+        let report = match load(path, args.paths_only, &args.roots) {
             Err(e) => {
                 code = EXIT_USAGE;
                 FileReport {
@@ -61,7 +61,6 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                 warnings: expiring(&valid.config.virtual_clusters)
                     .into_iter()
                     .chain(crate::config::sni::warnings(&valid.config))
-                    .chain(crate::config::sasl::warnings(&valid.config))
                     .collect(),
                 read_error: None,
             },

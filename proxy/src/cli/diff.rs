@@ -3,14 +3,14 @@
 use std::io::Write;
 
 use super::{DiffArgs, EXIT_INVALID, EXIT_USAGE, EXIT_VALID, Format, display, load};
-use crate::config::{ConfigDiff, ValidConfig, diff};
+use crate::config::{Changes, ValidConfig, diff};
 
 pub(super) fn run(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let mut configs: Vec<ValidConfig> = Vec::new();
     let mut code = EXIT_VALID;
     for path in [&args.old, &args.new] {
         let file = display(path);
-        match load(path, false) {
+        match load(path, false, &args.roots) {
             Err(e) => {
                 let _ = writeln!(err, "sluice-proxy: {file}: cannot read: {e}");
                 return EXIT_USAGE;
@@ -53,7 +53,7 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     code
 }
 
-fn text(d: &ConfigDiff, same_bytes: bool, out: &mut dyn Write) -> std::io::Result<()> {
+fn text(d: &Changes, same_bytes: bool, out: &mut dyn Write) -> std::io::Result<()> {
     if same_bytes {
         return writeln!(out, "identical: a reload would do nothing");
     }

@@ -44,6 +44,11 @@ impl Hash {
     }
 }
 
+/// Fewest PBKDF2 iterations accepted from a broker, as Kafka's own client:
+/// a hostile broker asking for fewer would get a proof far cheaper to
+/// crack offline (`i=1`: about 4,000 times).
+const MIN_ITERATIONS: u32 = 4096;
+
 /// Most PBKDF2 iterations accepted from a broker (Kafka allows 4096-16384;
 /// the derivation runs on the lookup's task, a few milliseconds at that):
 /// a hostile broker must not make the proxy spin.
@@ -59,6 +64,13 @@ pub(crate) enum ScramError {
     /// The broker refused, with its own words (`e=`).
     #[error("the broker refused: {0}")]
     Refused(String),
+    /// The broker asks for fewer PBKDF2 iterations than [`MIN_ITERATIONS`].
+    #[error("the broker asks for {0} PBKDF2 iterations, fewer than {MIN_ITERATIONS}")]
+    TooFewIterations(u32),
+    /// The broker requires an extension (`m=`), which RFC 5802 says the
+    /// client must then refuse: the proxy knows none.
+    #[error("the broker requires a SCRAM extension (m=) the proxy does not support")]
+    Extension,
     /// The broker's nonce does not extend the proxy's.
     #[error("the broker's nonce does not extend the proxy's")]
     Nonce,
@@ -104,6 +116,9 @@ impl Client {
         if let Some(e) = attribute(text, 'e') {
             return Err(ScramError::Refused(e.to_owned()));
         }
+        if attribute(text, 'm').is_some() {
+            return Err(ScramError::Extension);
+        }
         let nonce = attribute(text, 'r').ok_or(ScramError::Malformed("no nonce"))?;
         let salt = attribute(text, 's').ok_or(ScramError::Malformed("no salt"))?;
         let salt = B64
@@ -112,8 +127,11 @@ impl Client {
         let iterations = attribute(text, 'i')
             .and_then(|i| i.parse::<u32>().ok())
             .filter(|i| *i <= MAX_ITERATIONS)
-            .and_then(NonZeroU32::new)
             .ok_or(ScramError::Malformed("iteration count"))?;
+        if iterations < MIN_ITERATIONS {
+            return Err(ScramError::TooFewIterations(iterations));
+        }
+        let iterations = NonZeroU32::new(iterations).ok_or(ScramError::TooFewIterations(0))?;
         if !nonce.starts_with(&self.client_nonce) || nonce.len() == self.client_nonce.len() {
             return Err(ScramError::Nonce);
         }
@@ -235,5 +253,38 @@ mod tests {
         let fin = start().1.respond(fine.as_bytes()).unwrap();
         let proof = fin.message.rsplit("p=").next().unwrap();
         assert_eq!(B64.decode(proof).unwrap().len(), 64);
+    }
+
+    #[test]
+    fn fewer_than_4096_iterations_are_refused_before_any_proof_is_made() {
+        let start = || Client::start(Hash::Sha256, "user", "pencil", NONCE);
+        for (i, refused) in [
+            (1, Some(ScramError::TooFewIterations(1))),
+            (4095, Some(ScramError::TooFewIterations(4095))),
+            (0, Some(ScramError::TooFewIterations(0))),
+            (4096, None),
+        ] {
+            let first = format!("r={NONCE}x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i={i}");
+            assert_eq!(start().1.respond(first.as_bytes()).err(), refused, "i={i}");
+        }
+        assert_eq!(
+            ScramError::TooFewIterations(1).to_string(),
+            "the broker asks for 1 PBKDF2 iterations, fewer than 4096"
+        );
+    }
+
+    #[test]
+    fn a_mandatory_extension_is_refused() {
+        let start = || Client::start(Hash::Sha256, "user", "pencil", NONCE);
+        for first in [
+            format!("m=ext,r={NONCE}x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"),
+            format!("m=,r={NONCE}x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"),
+        ] {
+            assert_eq!(
+                start().1.respond(first.as_bytes()).err(),
+                Some(ScramError::Extension),
+                "{first}"
+            );
+        }
     }
 }

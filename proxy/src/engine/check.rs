@@ -8,11 +8,11 @@
 use std::future::Future;
 
 use crate::config::model::VirtualCluster;
-use crate::config::{ConfigDiff, ProxyConfig};
+use crate::config::{Changes, ProxyConfig};
 use crate::dataplane::check::{CheckFailed, Passed, check};
 
 /// The clusters of `config` a reload with `changes` must check.
-fn to_check<'a>(config: &'a ProxyConfig, changes: &ConfigDiff) -> Vec<&'a VirtualCluster> {
+fn to_check<'a>(config: &'a ProxyConfig, changes: &Changes) -> Vec<&'a VirtualCluster> {
     config
         .virtual_clusters
         .iter()
@@ -31,10 +31,7 @@ fn to_check<'a>(config: &'a ProxyConfig, changes: &ConfigDiff) -> Vec<&'a Virtua
 
 /// Checks what a reload to `config` with `changes` must check; every
 /// failure, or none.
-pub(super) fn upstreams(
-    config: &ProxyConfig,
-    changes: &ConfigDiff,
-) -> Result<(), Vec<CheckFailed>> {
+pub(super) fn upstreams(config: &ProxyConfig, changes: &Changes) -> Result<(), Vec<CheckFailed>> {
     let clusters = to_check(config, changes);
     if clusters.is_empty() {
         return Ok(());

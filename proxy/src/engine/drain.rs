@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::prepare::transition;
 use super::{Engine, Generation};
-use crate::lifecycle::{Event, State};
+use crate::lifecycle::Event;
+use sluice_admin_api::ClusterState;
 
 /// The window draining connections spread their closes over: a quarter of
 /// the drain timeout, at most one second.
@@ -55,10 +56,10 @@ impl Engine {
             engine.lock().draining.retain(|d| {
                 !(d.generation == number && d.runtime.as_ref().is_some_and(|r| r.name() == name))
             });
-            let stopped = transition(State::Draining, Event::Drained);
+            let stopped = transition(ClusterState::Draining, Event::Drained);
             engine
                 .events
-                .transition(&name, number, Some(State::Draining), stopped, None);
+                .transition(&name, number, Some(ClusterState::Draining), stopped, None);
         });
     }
 }

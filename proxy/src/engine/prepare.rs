@@ -18,8 +18,9 @@ use crate::dataplane::connection::Role;
 use crate::dataplane::listener::{self, Closing, Listener, Route, Routes};
 use crate::dataplane::sni::SniTable;
 use crate::events::Events;
-use crate::lifecycle::{Event, State};
+use crate::lifecycle::{Event, Lifecycle};
 use crate::metrics::Metrics;
+use sluice_admin_api::ClusterState;
 
 /// A generation built and its new sockets bound, not yet routed.
 pub(super) struct Prepared {
@@ -64,7 +65,7 @@ fn prepare(
         cluster.name.as_str(),
         generation,
         None,
-        State::Initializing,
+        ClusterState::Initializing,
         None,
     );
     let gauge = events.generation_gauge(cluster.name.as_str(), generation);
@@ -169,11 +170,11 @@ pub(super) fn commit(
         }
         addrs.push(addr);
     }
-    let state = transition(State::Initializing, Event::Committed);
+    let state = transition(ClusterState::Initializing, Event::Committed);
     events.transition(
         &name,
         runtime.generation,
-        Some(State::Initializing),
+        Some(ClusterState::Initializing),
         state,
         None,
     );
@@ -219,11 +220,11 @@ pub(super) fn held(inner: &Inner) -> HashSet<SocketAddr> {
 /// Records a generation that failed to prepare (or was released because
 /// another failed).
 pub(super) fn failed(name: &str, generation: u64, reason: String, events: &Events) -> Generation {
-    let state = transition(State::Initializing, Event::PrepareFailed);
+    let state = transition(ClusterState::Initializing, Event::PrepareFailed);
     events.transition(
         name,
         generation,
-        Some(State::Initializing),
+        Some(ClusterState::Initializing),
         state,
         Some(&reason),
     );
@@ -269,7 +270,7 @@ pub(super) fn release_unused(inner: &mut Inner) -> Vec<Closing> {
 }
 
 /// Applies a lifecycle event; an invalid one is a bug, logged, state kept.
-pub(super) fn transition(from: State, event: Event) -> State {
+pub(super) fn transition(from: ClusterState, event: Event) -> ClusterState {
     match from.on(event) {
         Ok(to) => to,
         Err(e) => {

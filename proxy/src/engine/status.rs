@@ -6,15 +6,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::{
-    ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus, FailedCluster,
-    FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames, ValidationAttempt,
-    ValidationStatus,
+    AttemptedVersion, ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus,
+    FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames,
+    ValidationAttempt, ValidationStatus,
 };
 
 use super::{Engine, Generation, rfc3339};
 use crate::config::model::VirtualCluster;
-use crate::events::ReloadResult;
-use crate::lifecycle::State;
 
 /// The clusters an applied reload added, modified and removed, apart.
 #[derive(Debug, Clone, Default)]
@@ -41,7 +39,7 @@ impl Engine {
             let failed = inner
                 .clusters
                 .iter()
-                .filter(|(_, g)| g.state == State::Failed)
+                .filter(|(_, g)| g.state == ClusterState::Failed)
                 .map(|(name, g)| FailedCluster {
                     name: name.clone(),
                     error: g.reason.clone().unwrap_or_default(),
@@ -50,7 +48,7 @@ impl Engine {
                 })
                 .collect();
             (
-                inner.config.version.to_string(),
+                inner.config.version.clone(),
                 inner.config.referenced.clone(),
                 inner.applied_at,
                 failed,
@@ -102,7 +100,7 @@ impl Engine {
             .iter()
             .map(|(name, g)| ClusterStatus {
                 name: name.clone(),
-                state: wire_state(g.state),
+                state: g.state,
                 since: rfc3339(g.since),
                 reason: g.reason.clone(),
                 generation: g.generation,
@@ -124,15 +122,15 @@ impl Engine {
     pub(super) fn record_reload(
         &self,
         at: SystemTime,
-        result: ReloadResult,
-        requested_version: String,
+        result: ReloadStatus,
+        requested_version: Option<AttemptedVersion>,
         took: Duration,
         touched: Touched,
         error: Option<String>,
     ) {
         self.attempts().reload = Some(ReloadAttempt {
             timestamp: rfc3339(at),
-            status: wire_result(result),
+            status: result,
             requested_version,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             clusters_modified: touched.modified,
@@ -143,7 +141,12 @@ impl Engine {
     }
 
     /// Records that `version` failed at `stage`.
-    pub(super) fn record_failure(&self, version: String, stage: FailureStage, reason: String) {
+    pub(super) fn record_failure(
+        &self,
+        version: AttemptedVersion,
+        stage: FailureStage,
+        reason: String,
+    ) {
         self.attempts().failed = Some(FailedVersion {
             version,
             stage,
@@ -152,7 +155,7 @@ impl Engine {
         });
     }
 
-    pub(super) fn record_validation(&self, requested_version: String, errors: usize) {
+    pub(super) fn record_validation(&self, requested_version: AttemptedVersion, errors: usize) {
         if errors > 0 {
             self.record_failure(
                 requested_version.clone(),
@@ -167,7 +170,7 @@ impl Engine {
             } else {
                 ValidationStatus::Invalid
             },
-            requested_version,
+            requested_version: Some(requested_version),
             errors,
         });
     }
@@ -185,45 +188,4 @@ fn sni_names(cluster: &VirtualCluster) -> Option<SniNames> {
 
 fn connections(g: &Generation) -> usize {
     g.runtime.as_ref().map_or(0, |r| r.active_connections())
-}
-
-/// The lifecycle state as the admin API names it.
-fn wire_state(state: State) -> ClusterState {
-    match state {
-        State::Initializing => ClusterState::Initializing,
-        State::Accepting => ClusterState::Accepting,
-        State::Draining => ClusterState::Draining,
-        State::Stopped => ClusterState::Stopped,
-        State::Failed => ClusterState::Failed,
-    }
-}
-
-/// A reload's result as the admin API names it (the metrics' label values).
-fn wire_result(result: ReloadResult) -> ReloadStatus {
-    match result {
-        ReloadResult::Applied => ReloadStatus::Applied,
-        ReloadResult::Unchanged => ReloadStatus::Unchanged,
-        ReloadResult::Rejected => ReloadStatus::Rejected,
-        ReloadResult::Failed => ReloadStatus::Failed,
-        ReloadResult::Conflict => ReloadStatus::Conflict,
-        ReloadResult::PreconditionFailed => ReloadStatus::PreconditionFailed,
-        ReloadResult::ShuttingDown => ReloadStatus::ShuttingDown,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The admin API's names are the lifecycle's and the metrics' names.
-    #[test]
-    fn wire_names_match_the_internal_ones() {
-        for state in State::ALL {
-            assert_eq!(wire_state(state).as_str(), state.as_str());
-        }
-        for result in ReloadResult::ALL {
-            let json = serde_json::to_value(wire_result(result)).unwrap();
-            assert_eq!(json, result.as_str());
-        }
-    }
 }

@@ -4,7 +4,7 @@
 
 use super::Engine;
 use crate::config::{
-    ConfigDiff, ConfigError, ConfigVersion, Referenced, diff, validate_referenced,
+    AttemptedVersion, Changes, ConfigProblem, ConfigVersion, Referenced, diff, validate_referenced,
 };
 
 /// How validating a configuration ended.
@@ -15,7 +15,7 @@ pub enum ValidateOutcome {
         /// Its version.
         version: ConfigVersion,
         /// What a reload would change, compared with the configuration in force.
-        changes: ConfigDiff,
+        changes: Changes,
         /// The files it references, and its effective version.
         referenced: Referenced,
     },
@@ -24,7 +24,7 @@ pub enum ValidateOutcome {
         /// Version of the bytes sent.
         version: ConfigVersion,
         /// Every error, sorted by position.
-        errors: Vec<ConfigError>,
+        errors: Vec<ConfigProblem>,
         /// The files it references (those it could not read included).
         referenced: Referenced,
     },
@@ -36,8 +36,8 @@ impl Engine {
     /// Changes nothing but the record of the last validation attempt.
     pub fn validate(&self, bytes: &[u8]) -> ValidateOutcome {
         let current = self.config();
-        let version = ConfigVersion::of(bytes);
-        let requested = version.to_string();
+        let version = crate::config::config_version(bytes);
+        let requested = AttemptedVersion::from(version.clone());
         let (checked, referenced) = validate_referenced(bytes, &*self.files);
         let outcome = match checked {
             Ok(new) => ValidateOutcome::Valid {
@@ -59,8 +59,8 @@ impl Engine {
                 // The bytes in force with other files: recorded under the
                 // effective version, never as a failure of the version in
                 // force.
-                let requested = if requested == current.version.as_str() {
-                    referenced.effective_version.clone()
+                let requested = if requested == current.version {
+                    referenced.effective_version.clone().into()
                 } else {
                     requested
                 };

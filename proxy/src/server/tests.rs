@@ -17,6 +17,7 @@ fn options(dir: &tempfile::TempDir, text: &str) -> RunOptions {
         persist: false,
         admin_read_timeout: Duration::from_secs(5),
         instance: "test-proxy".to_owned(),
+        file_roots: Vec::new(),
     }
 }
 

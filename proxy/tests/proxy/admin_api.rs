@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode, header};
 use sluice_proxy::admin::{AppState, router};
-use sluice_proxy::config::{LocalFiles, validate};
+use sluice_proxy::config::{FileRoots, LocalFiles, validate};
 use sluice_proxy::engine::Engine;
 use sluice_proxy::metrics::Metrics;
 use sluice_testkit::{corpus, ports};
@@ -24,29 +25,41 @@ fn config(port: u16, admin: &str) -> String {
     )
 }
 
-struct Api {
-    state: AppState,
+/// The token of every configuration with `tokenFile: token`.
+pub(crate) const TOKEN: &str = "2f8a1c9e4b7d6a3f0e5c8b1d9a7f4e2c";
+
+/// One engine and its admin router (built once: it registers the admin
+/// API's metrics).
+pub(crate) struct Api {
+    pub(crate) state: AppState,
+    pub(crate) router: Router,
     _dir: tempfile::TempDir,
 }
 
 impl Api {
-    fn start(admin: &str, files_base: Option<&Path>) -> Api {
+    pub(crate) fn start(admin: &str, files_base: Option<&Path>) -> Api {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+        std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
         // The bootstrap port and its broker's, reserved for this process.
         let port = ports::ports(2);
-        let base = files_base.map_or_else(|| dir.path().to_path_buf(), Path::to_path_buf);
-        let files = Arc::new(LocalFiles::relative_to(base));
+        // The corpus reaches shared files with `..`: the repository is its root.
+        let files = Arc::new(match files_base {
+            Some(base) => LocalFiles::relative_to(base)
+                .within(FileRoots::new([sluice_testkit::repo()]).unwrap()),
+            None => LocalFiles::relative_to(dir.path()),
+        });
         let text = config(port, admin);
         let valid = validate(text.as_bytes(), &LocalFiles::relative_to(dir.path())).unwrap();
         let engine = Engine::start(valid, Arc::new(Metrics::new()), files).unwrap();
+        let state = AppState { engine };
         Api {
-            state: AppState { engine },
+            router: router(state.clone()),
+            state,
             _dir: dir,
         }
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: &str,
         path: &str,
@@ -61,7 +74,15 @@ impl Api {
         let mut req = req.body(Body::from(body)).unwrap();
         let peer: SocketAddr = from.parse().unwrap();
         req.extensions_mut().insert(ConnectInfo(peer));
-        let resp = router(self.state.clone()).oneshot(req).await.unwrap();
+        self.send(req).await
+    }
+
+    /// Sends `req` as-is (its `ConnectInfo` set by the caller).
+    pub(crate) async fn send(
+        &self,
+        req: Request<Body>,
+    ) -> (StatusCode, serde_json::Value, Option<String>) {
+        let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let challenge = resp
             .headers()
@@ -122,8 +143,9 @@ async fn without_a_token_only_loopback_callers_may_mutate() {
     assert_eq!(status, StatusCode::OK);
 }
 
+/// With a token, every caller presents it, loopback included.
 #[tokio::test]
-async fn with_a_token_others_must_present_it() {
+async fn with_a_token_every_caller_must_present_it() {
     let api = Api::start("{ listen: 127.0.0.1:1, tokenFile: token }", None);
     let body = api.state.engine.config().bytes.to_vec();
     let (status, json, challenge) = api
@@ -154,14 +176,31 @@ async fn with_a_token_others_must_present_it() {
             "POST",
             "/admin/config/reload",
             "10.0.0.7:4000",
-            Some("s3cret"),
+            Some(TOKEN),
             body.clone(),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{json}");
     assert_eq!(json["changed"], false);
+    let (status, json, _) = api
+        .call(
+            "POST",
+            "/admin/config/reload",
+            "[::1]:4000",
+            None,
+            body.clone(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(json["error"], "a bearer token is required");
     let (status, ..) = api
-        .call("POST", "/admin/config/reload", "[::1]:4000", None, body)
+        .call(
+            "POST",
+            "/admin/config/reload",
+            "[::1]:4000",
+            Some(TOKEN),
+            body,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
 }

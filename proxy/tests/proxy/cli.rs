@@ -172,10 +172,10 @@ fn help_explains_exit_statuses_and_formats() {
 }
 
 #[test]
-fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
+fn check_refuses_plain_without_tls_and_diff_never_shows_a_password() {
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = (dir.path().join("old/p.yaml"), dir.path().join("new/p.yaml"));
-    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: PLAIN, usernameFile: user, passwordFile: pass }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
+    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: SCRAM-SHA-512, usernameFile: user, passwordFile: pass }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
     for (file, password) in [(&old, "first-pw-1f0e"), (&new, "second-pw-77aa")] {
         let dir = file.parent().unwrap();
         std::fs::create_dir_all(dir).unwrap();
@@ -185,10 +185,14 @@ fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
     }
     let o = proxy(&["check", old.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plain = dir.path().join("old/plain.yaml");
+    std::fs::write(&plain, yaml.replace("SCRAM-SHA-512", "PLAIN")).unwrap();
+    let o = proxy(&["check", plain.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("virtual cluster orders: upstream.sasl PLAIN without upstream.tls sends the proxy's password in clear text"),
+        stdout(&o).contains("5:26: virtualClusters[0].upstream.sasl.mechanism: PLAIN sends the password in clear text: it needs upstream.tls"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
     let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
     let text = proxy(&["diff", old, new]);
@@ -204,4 +208,52 @@ fn check_warns_of_plain_without_tls_and_diff_never_shows_a_password() {
             "{all}"
         );
     }
+}
+
+/// Referenced files are read beneath the configuration's directory, or the
+/// `--file-root`s (also `SLUICE_FILE_ROOTS`, comma-separated): a path that
+/// leaves them gets one answer whether or not the file exists.
+#[test]
+fn check_reads_referenced_files_beneath_the_file_roots_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config_dir, secret) = (dir.path().join("config"), dir.path().join("secret"));
+    std::fs::create_dir(&config_dir).unwrap();
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(secret.join("user"), "proxy\n").unwrap();
+    std::fs::write(secret.join("pass"), "pw-5d1c\n").unwrap();
+    let file = config_dir.join("proxy.yaml");
+    let yaml = "virtualClusters:\n  - name: orders\n    upstream:\n      bootstrapServers: [kafka:9092]\n      sasl: { mechanism: SCRAM-SHA-512, usernameFile: ../secret/user, passwordFile: PASS }\n    gateway:\n      advertisedHost: proxy.local\n      bootstrapPort: 19092\n      brokerPorts: { start: 19093, count: 3 }\n";
+    let pass = secret.join("pass");
+    std::fs::write(&file, yaml.replace("PASS", pass.to_str().unwrap())).unwrap();
+    let file = file.to_str().unwrap();
+    let o = proxy(&["check", file]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let outside = |field: &str, path: &str| {
+        format!("{field}: cannot read \"{path}\": outside the allowed file roots")
+    };
+    let out = stdout(&o);
+    assert!(
+        out.contains(&outside("usernameFile", "../secret/user")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&outside("passwordFile", pass.to_str().unwrap())),
+        "{out}"
+    );
+    assert!(!out.contains("pw-5d1c"), "{out}");
+    // The same answer where nothing exists.
+    std::fs::remove_file(&pass).unwrap();
+    let gone = stdout(&proxy(&["check", file]));
+    assert_eq!(gone, out);
+    std::fs::write(&pass, "pw-5d1c\n").unwrap();
+
+    let (c, s) = (config_dir.to_str().unwrap(), secret.to_str().unwrap());
+    let o = proxy(&["check", "--file-root", c, "--file-root", s, file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice-proxy"))
+        .args(["check", file])
+        .env("SLUICE_FILE_ROOTS", format!("{c},{s}"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }

@@ -52,7 +52,7 @@ fn a_stalled_body_gets_408() {
     let proxy = proxy();
     let mut slow = TcpStream::connect(&proxy.admin).unwrap();
     slow.write_all(
-        b"POST /admin/config/validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nvirtual",
+        b"POST /admin/config/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nvirtual",
     )
     .unwrap();
     let (answer, took) = read_to_close(&mut slow);
@@ -76,5 +76,34 @@ fn oversized_headers_are_refused() {
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(proxy.get("/admin/health").status, 200);
+    proxy.assert_clean_logs();
+}
+
+/// One byte every 200 ms never leaves the body silent for the 500 ms read
+/// timeout, yet the whole body has 1.5 s (three times it), counted once.
+#[test]
+fn a_dribbled_body_is_cut_at_its_total_deadline() {
+    let proxy = proxy();
+    let mut slow = TcpStream::connect(&proxy.admin).unwrap();
+    slow.write_all(
+        b"POST /admin/config/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n",
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut writer = slow.try_clone().unwrap();
+    let dribble = std::thread::spawn(move || {
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(200));
+            if writer.write_all(b"#").is_err() {
+                return;
+            }
+        }
+    });
+    let (answer, _) = read_to_close(&mut slow);
+    let took = start.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(took < Duration::from_secs(4), "answered after {took:?}");
+    drop(slow);
+    let _ = dribble.join();
     proxy.assert_clean_logs();
 }

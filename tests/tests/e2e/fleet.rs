@@ -97,7 +97,7 @@ fn an_upstream_where_nothing_listens_halts_at_the_canary_and_a_newer_version_cle
     let failed = canary
         .last_failed_version
         .expect("the canary kept the failure");
-    assert_eq!(failed.version, bad);
+    assert_eq!(failed.version.as_str(), bad);
     assert_eq!(failed.stage, FailureStage::UpstreamCheck);
     assert!(
         failed.reason.contains("connection refused"),

@@ -22,6 +22,7 @@
 //! - [`sni`]: SNI routing: every cluster and broker behind one TLS port
 //! - [`sasl`]: SASL upstreams: clients' SCRAM through the proxy, the proxy's
 //!   own lookup with credentials, a broker list, or neither
+//! - [`roots`]: referenced files confined to the roots the operator sets
 //! - [`tls`]: TLS both ways with OpenSSL peers
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
@@ -41,6 +42,7 @@ mod parity;
 mod process;
 mod reload;
 mod reload_failures;
+mod roots;
 mod roundtrip;
 mod sasl;
 mod sni;

@@ -11,6 +11,7 @@ use sluice_testkit::bin;
 use sluice_tests::manifests::{Rendered, render, render_error};
 use sluice_tests::python;
 
+mod roots;
 mod self_signed;
 
 const OVERLAYS: [(&str, Option<&str>); 4] = [
@@ -170,6 +171,16 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
         // One file, seen by both containers of the pod through the same directory mount.
         let config = flag(proxy, "--config").unwrap();
         assert_eq!(flag(watcher, "--path").unwrap(), config);
+        // The proxy asks every caller of validate and reload for its token,
+        // the watcher beside it included.
+        let cm = r.get("ConfigMap", "sluice-proxy-config");
+        let yaml = cm["data"]["proxy.yaml"].as_str().unwrap();
+        let token_file = yaml
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("tokenFile:"))
+            .map(|t| t.trim().to_owned());
+        assert!(token_file.is_some(), "{name}: no admin.tokenFile");
+        assert_eq!(flag(watcher, "--token-file"), token_file, "{name}");
         assert!(config.ends_with("/proxy.yaml"), "the ConfigMap's key");
         let mount = |c: &Value| {
             c["volumeMounts"]

@@ -134,6 +134,7 @@ fn sighup_reloads_the_file_and_sigterm_drains_and_exits_zero() {
     let status = proxy.get("/admin/config/status").json();
     assert_ne!(status["currentConfigVersion"], v1);
     assert_eq!(status["lastReloadAttempt"]["status"], "applied");
+    let v2 = status["currentConfigVersion"].as_str().unwrap().to_owned();
     assert!(TcpStream::connect(("127.0.0.1", b)).is_ok());
 
     // An idle client connection is closed cleanly by the drain; exit 0.
@@ -151,6 +152,19 @@ fn sighup_reloads_the_file_and_sigterm_drains_and_exits_zero() {
         "{logs}"
     );
     assert!(logs.contains("\"message\":\"stopped\""), "{logs}");
+    // The SIGHUP reload's audit line: who (the signal), which version, how.
+    let audit = proxy
+        .logs()
+        .into_iter()
+        .find(|l| l.contains("\"message\":\"admin call\""))
+        .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
+    for part in [
+        "\"caller\":\"signal:SIGHUP\"",
+        "\"outcome\":\"applied\"",
+        &v2,
+    ] {
+        assert!(audit.contains(part), "{part}: {audit}");
+    }
     proxy.assert_clean_logs();
 }
 

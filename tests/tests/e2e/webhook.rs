@@ -6,11 +6,13 @@
 //!
 //! - `harness`: certificates, the webhook process, clients
 //! - `admission`: one fixture per scenario, probes, metrics, shutdown
+//! - `files`: `--check-files` beneath the allowed roots only
 //! - `parity`: the invalid-config corpus through webhook and CLI
 //! - `rotation`: a kubelet-style certificate swap under load
 //! - `hostile`: stalled headers and bodies, oversized headers
 
 mod admission;
+mod files;
 mod harness;
 mod hostile;
 mod parity;

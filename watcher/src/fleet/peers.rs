@@ -51,15 +51,14 @@ impl std::str::FromStr for PeerSource {
 }
 
 /// Every peer's status once, by URL (`None`: it did not answer within
-/// `timeout`), for `sluice-watcher fleet`.
+/// `timeout`), for `sluice-watcher fleet`. No token: status is a read.
 pub async fn statuses(
     source: &PeerSource,
-    token: Option<String>,
     timeout: Duration,
 ) -> Vec<(String, Option<ConfigStatus>)> {
-    let peers = Peers::new(source.clone(), token, timeout);
+    let peers = Peers::new(source.clone(), None, timeout);
     let asks = peers.urls().await.into_iter().map(|url| {
-        let client = ProxyClient::new(&url, peers.token.clone());
+        let client = ProxyClient::new(&url, None);
         async move {
             let status = match client {
                 Ok(c) => tokio::time::timeout(timeout, c.status())
@@ -252,8 +251,8 @@ impl Peers {
 /// What the gate reads of a proxy's status.
 fn gate_status(s: &ConfigStatus) -> PeerStatus {
     PeerStatus {
-        version: s.current_config_version.clone(),
-        effective: s.effective_version.clone(),
+        version: s.current_config_version.to_string(),
+        effective: s.effective_version.to_string(),
         running_for: Duration::from_millis(s.running_for_ms),
         ready: s.ready,
         newly_failed: s
@@ -264,7 +263,7 @@ fn gate_status(s: &ConfigStatus) -> PeerStatus {
             .collect(),
         failed: s.last_failed_version.as_ref().map(|f| {
             (
-                f.version.clone(),
+                f.version.to_string(),
                 format!("{} failed: {}", stage(f.stage), f.reason),
             )
         }),

@@ -215,7 +215,7 @@ impl Rollout {
             .await
             .ok()
             .and_then(|s| s.last_failed_version)
-            .is_some_and(|f| f.version == id);
+            .is_some_and(|f| f.version.as_str() == id);
         if recorded {
             self.failed_here(metrics, content, cause);
         }
@@ -235,12 +235,12 @@ impl Rollout {
         referenced: &mut Referenced,
         in_sync: Option<&str>,
     ) -> Target {
-        if own.current_config_version != content.digest {
+        if own.current_config_version.as_str() != content.digest {
             return Target::config(&content.digest);
         }
         referenced.set(own.files.clone());
         let seen = referenced.effective(content);
-        if own.effective_version != seen && in_sync == Some(seen.as_str()) {
+        if own.effective_version.as_str() != seen && in_sync == Some(seen.as_str()) {
             if !self.disagree_said {
                 self.disagree_said = true;
                 tracing::warn!(files = ?own.files, "this watcher reads the referenced files differently from its proxy (mount them at the same paths in both containers): renewed files are applied without the rollout gate");

@@ -2,7 +2,6 @@
 //! force and effective version, last attempt and its result, ready, what failed), read from every
 //! peer's status, and whether a rollout is halted; or the same as JSON.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -15,15 +14,6 @@ use super::slots::rank;
 /// Why `fleet` did not print a fleet with no halt.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    /// The token file cannot be read.
-    #[error("cannot read the token file {path}: {source}")]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// No peers were given.
     #[error("fleet needs --peers or --peers-dns")]
     NoPeers,
@@ -46,25 +36,13 @@ impl ExitStatus for FleetError {
 /// (or JSON, with `json`); a halted rollout is an error (exit status 1).
 pub async fn run(
     source: Option<PeerSource>,
-    token_file: Option<&PathBuf>,
     timeout: Duration,
     json: bool,
 ) -> Result<(), FleetError> {
     use std::io::Write as _;
     let source = source.ok_or(FleetError::NoPeers)?;
-    let token = match token_file {
-        None => None,
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|source| FleetError::TokenFile {
-                    path: path.clone(),
-                    source,
-                })?
-                .trim()
-                .to_owned(),
-        ),
-    };
-    let view = view(statuses(&source, token, timeout).await);
+    // Status is a read: the token is never sent to a peer.
+    let view = view(statuses(&source, timeout).await);
     let text = if json {
         serde_json::to_string_pretty(&view).unwrap_or_default() + "\n"
     } else {
@@ -139,14 +117,15 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
             Some(s) => PodLine {
                 slot: rank(&s.instance, &names).ok(),
                 instance: Some(s.instance.clone()),
-                version: Some(s.current_config_version.clone()),
-                effective_version: Some(s.effective_version.clone()).filter(|e| !e.is_empty()),
+                version: Some(s.current_config_version.to_string()),
+                effective_version: Some(s.effective_version.to_string()),
                 last_attempt: s.last_reload_attempt.as_ref().map(|a| {
                     let result = serde_json::to_value(a.status)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default();
-                    format!("{result} {}", short(&a.requested_version))
+                    let version = a.requested_version.as_ref().map_or("", |v| v.as_str());
+                    format!("{result} {}", short(version))
                 }),
                 ready: Some(s.ready),
                 // RFC 3339 in UTC with milliseconds: compared as text.
@@ -156,7 +135,7 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                     .filter(|f| {
                         f.version != s.current_config_version && f.timestamp >= s.applied_at
                     })
-                    .map(|f| format!("{}: {}", short(&f.version), f.reason)),
+                    .map(|f| format!("{}: {}", short(f.version.as_str()), f.reason)),
                 url,
                 answered: true,
             },
@@ -206,15 +185,21 @@ impl std::fmt::Display for FleetView {
 mod tests {
     use super::*;
 
+    /// `name`'s version: a real digest, told apart by name.
+    fn digest(name: &str) -> String {
+        sluice_volume::sha256_hex(name.as_bytes())
+    }
+
     fn status(instance: &str, version: &str, failed: Option<&str>) -> ConfigStatus {
+        let version = digest(version);
         let mut s: ConfigStatus = serde_json::from_str(&format!(
-            r#"{{"currentConfigVersion": "{version}", "appliedAt": "2026-01-01T00:00:00.000Z",
+            r#"{{"currentConfigVersion": "{version}", "effectiveVersion": "{version}", "appliedAt": "2026-01-01T00:00:00.000Z",
                 "lastReloadAttempt": null, "lastValidationAttempt": null,
                 "reloadInProgressSince": null, "instance": "{instance}", "ready": true}}"#
         ))
         .unwrap();
         s.last_failed_version = failed.map(|v| sluice_admin_api::FailedVersion {
-            version: v.to_owned(),
+            version: digest(v).parse().unwrap(),
             stage: sluice_admin_api::FailureStage::UpstreamCheck,
             reason: "connection refused".to_owned(),
             timestamp: "2026-01-01T00:01:00.000Z".to_owned(),

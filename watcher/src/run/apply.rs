@@ -76,10 +76,10 @@ pub async fn apply(
         let checks = async {
             let status = client.status().await?;
             let current = status.current_config_version;
-            if current == content.digest {
+            if current.as_str() == content.digest {
                 referenced.set(status.files);
                 let seen = referenced.effective(content);
-                if status.effective_version == seen || in_sync == Some(seen.as_str()) {
+                if status.effective_version.as_str() == seen || in_sync == Some(seen.as_str()) {
                     return Ok(Err((Outcome::Unchanged, Some(seen))));
                 }
                 if gated.is_some_and(|g| g != seen) {
@@ -94,7 +94,7 @@ pub async fn apply(
             }
             // A rollout of files: the reload applies them only as the proxy
             // validated them (a change since answers 412: back to the gate).
-            let files_only = current == content.digest && gated.is_some();
+            let files_only = current.as_str() == content.digest && gated.is_some();
             let if_effective = files_only.then_some(proxy_read);
             Ok::<_, CallError>(Ok((current, validated, if_effective)))
         };
@@ -105,7 +105,7 @@ pub async fn apply(
         let reason = match checked {
             Ok(Err(done)) => return done,
             Ok(Ok((current, validated, if_effective))) => match client
-                .reload(bytes, Some(&current), if_effective.as_deref())
+                .reload(bytes, Some(current.as_str()), if_effective.as_deref())
                 .await
             {
                 Ok(answer) => {

@@ -76,7 +76,11 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     let before = proxy.status();
     referenced.set(before.files.clone());
     let gated = referenced.effective(&content);
-    assert_eq!(gated, before.effective_version, "watcher and proxy agree");
+    assert_eq!(
+        gated,
+        before.effective_version.as_str(),
+        "watcher and proxy agree"
+    );
 
     // A mismatched pair arrives after the gate opened for the pair in force.
     secret.swap_files(&pair(&second, &third));
@@ -98,7 +102,7 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     let (outcome, about) = apply!(Some(&renewed));
     assert_eq!(outcome, Outcome::Applied);
     assert_eq!(about.as_deref(), Some(renewed.as_str()));
-    assert_eq!(proxy.status().effective_version, renewed);
+    assert_eq!(proxy.status().effective_version.as_str(), renewed);
 
     // Files that change between the validate and the reload: the reload
     // names the files as validated (If-Effective-Match) and is refused.
@@ -113,7 +117,11 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
         matches!(&refused, Err(CallError::Retry(e)) if e.contains("If-Effective-Match")),
         "{refused:?}"
     );
-    assert_eq!(proxy.status().effective_version, renewed, "nothing applied");
+    assert_eq!(
+        proxy.status().effective_version.as_str(),
+        renewed,
+        "nothing applied"
+    );
     let (_, _, now) = client.validate(bytes).await.expect("validate");
     let applied = client
         .reload(bytes, Some(&content.digest), Some(&now))
@@ -122,5 +130,5 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
         matches!(applied, Ok(Answer::Accepted { .. })),
         "{applied:?}"
     );
-    assert_eq!(proxy.status().effective_version, now);
+    assert_eq!(proxy.status().effective_version.as_str(), now);
 }

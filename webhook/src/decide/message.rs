@@ -2,7 +2,7 @@
 //! `sluice-proxy check` prints it (`proxy.yaml:14:7: path: message`), capped
 //! so a configuration with hundreds of errors still gives a readable answer.
 
-use sluice_config::ConfigError;
+use sluice_config::ConfigProblem;
 
 /// Longest error line kept whole; longer ones (a huge unknown key quoted back,
 /// say) are cut with `…`.
@@ -10,7 +10,7 @@ pub const MAX_LINE_CHARS: usize = 1024;
 
 /// The denial message for `errors` in the value under `key` of `what`
 /// (`ConfigMap namespace/name`); `max_errors` 0 lists every error.
-pub fn denial(what: &str, key: &str, errors: &[ConfigError], max_errors: usize) -> String {
+pub fn denial(what: &str, key: &str, errors: &[ConfigProblem], max_errors: usize) -> String {
     let n = errors.len();
     let plural = if n == 1 { "" } else { "s" };
     let mut out =

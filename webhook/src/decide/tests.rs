@@ -331,7 +331,7 @@ fn an_old_object_admitted_lately_is_not_validated_again() {
     // version (holding the new configuration) leaves nothing to warn about.
     let planted = policy();
     let mut fake = validate(new.as_bytes(), &PathsOnly).unwrap();
-    fake.version = ConfigVersion::of(ORDERS.as_bytes());
+    fake.version = sluice_config::config_version(ORDERS.as_bytes());
     planted.recent.put(&fake);
     assert_eq!(
         decide(&update, &planted),

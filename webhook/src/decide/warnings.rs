@@ -1,10 +1,10 @@
 //! Admission warnings: SNI names a gateway certificate does not cover (when
-//! files are checked), a PLAIN password sent upstream without TLS, then, on UPDATE, what a reload from the old
+//! files are checked), then, on UPDATE, what a reload from the old
 //! configuration to the new one will do, from `sluice_config::diff`.
 //! Kubernetes asks for warnings of at most 120 characters and few of them;
 //! the most disruptive come first.
 
-use sluice_config::{ConfigDiff, ProxyConfig};
+use sluice_config::{Changes, ProxyConfig};
 
 use super::message::cap;
 
@@ -17,20 +17,19 @@ pub const MAX_WARNING_CHARS: usize = 120;
 /// The warnings for an admitted configuration: its certificates' SNI
 /// coverage (nothing to say when files are not read), then the change, if
 /// it replaces a valid one.
-pub fn admission_warnings(d: Option<&ConfigDiff>, config: &ProxyConfig) -> Vec<String> {
+pub fn admission_warnings(d: Option<&Changes>, config: &ProxyConfig) -> Vec<String> {
     let mut all = sluice_config::sni::warnings(config);
-    all.extend(sluice_config::sasl::warnings(config));
     all.extend(d.map(changes).unwrap_or_default());
     summarise(all)
 }
 
 /// The warnings for a change: clusters drained and restarted (with why),
 /// removed, added, then proxy-wide settings.
-pub fn warnings(d: &ConfigDiff) -> Vec<String> {
+pub fn warnings(d: &Changes) -> Vec<String> {
     summarise(changes(d))
 }
 
-fn changes(d: &ConfigDiff) -> Vec<String> {
+fn changes(d: &Changes) -> Vec<String> {
     let mut all: Vec<String> = Vec::new();
     for m in &d.modified {
         all.push(format!(

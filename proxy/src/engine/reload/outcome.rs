@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use sluice_admin_api::UpstreamCheckFailure;
 
-use crate::config::{ConfigDiff, ConfigError, ConfigVersion};
+use crate::config::{Changes, ConfigProblem, ConfigVersion, EffectiveVersion};
 use crate::dataplane::check::CheckFailed;
 
 /// What a reload must find to apply: the admin API's `If-Match` and
@@ -26,7 +26,7 @@ pub enum ReloadOutcome {
         /// Its version.
         version: ConfigVersion,
         /// What changed.
-        changes: ConfigDiff,
+        changes: Changes,
         /// From receipt to commit.
         duration: Duration,
         /// Settings in force that take effect only at the next start.
@@ -49,7 +49,7 @@ pub enum ReloadOutcome {
         /// Version of the bytes sent.
         version: ConfigVersion,
         /// Every error.
-        errors: Vec<ConfigError>,
+        errors: Vec<ConfigProblem>,
     },
     /// `If-Match` named a version other than the one in force, or
     /// `If-Effective-Match` an effective version other than that of the
@@ -58,7 +58,7 @@ pub enum ReloadOutcome {
         /// The version in force.
         current: ConfigVersion,
         /// For `If-Effective-Match`: the effective version found.
-        effective: Option<String>,
+        effective: Option<EffectiveVersion>,
     },
     /// Preparing failed (a port taken, say), or the upstream check did;
     /// nothing was touched.

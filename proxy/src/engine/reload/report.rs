@@ -3,38 +3,39 @@
 
 use std::time::{Duration, SystemTime};
 
-use sluice_admin_api::FailureStage;
+use sluice_admin_api::{AttemptedVersion, FailureStage};
 
 use super::ReloadOutcome;
-use crate::config::{ConfigVersion, ProxyConfig};
+use crate::config::ProxyConfig;
 use crate::engine::Engine;
 use crate::engine::status::Touched;
-use crate::events::ReloadResult;
+use sluice_admin_api::ReloadStatus;
 
 impl Engine {
     /// The version an attempt with `bytes` is recorded under: theirs, or,
     /// when it `failed` with the very bytes in force (only referenced files
     /// changed: a renewed certificate, say), its effective version, so the
     /// failure is never pinned on the version in force.
-    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> String {
-        let version = ConfigVersion::of(bytes);
+    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> AttemptedVersion {
+        let version = crate::config::config_version(bytes);
         if failed && version == self.config().version {
             return crate::config::validate_referenced(bytes, &*self.files)
                 .1
-                .effective_version;
+                .effective_version
+                .into();
         }
-        version.to_string()
+        version.into()
     }
 
     pub(super) fn report(
         &self,
         outcome: &ReloadOutcome,
         at: SystemTime,
-        requested: Option<&str>,
+        requested: Option<&AttemptedVersion>,
         took: Duration,
     ) {
         // Unknown for a SIGHUP refused before it read the file.
-        let version = requested.unwrap_or_default().to_owned();
+        let version = requested.cloned();
         let (result, modified, error) = match outcome {
             ReloadOutcome::Applied { changes, .. } => {
                 let touched = Touched {
@@ -42,16 +43,16 @@ impl Engine {
                     modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
                     removed: changes.removed.clone(),
                 };
-                (ReloadResult::Applied, touched, None)
+                (ReloadStatus::Applied, touched, None)
             }
-            ReloadOutcome::Unchanged { .. } => (ReloadResult::Unchanged, Touched::default(), None),
+            ReloadOutcome::Unchanged { .. } => (ReloadStatus::Unchanged, Touched::default(), None),
             ReloadOutcome::Rejected { errors, .. } => (
-                ReloadResult::Rejected,
+                ReloadStatus::Rejected,
                 Touched::default(),
                 Some(format!("configuration invalid: {} errors", errors.len())),
             ),
             ReloadOutcome::PreconditionFailed { current, effective } => (
-                ReloadResult::PreconditionFailed,
+                ReloadStatus::PreconditionFailed,
                 Touched::default(),
                 Some(match effective {
                     None => format!("If-Match does not match the version in force ({current})"),
@@ -61,17 +62,17 @@ impl Engine {
                 }),
             ),
             ReloadOutcome::Failed { reason, .. } => (
-                ReloadResult::Failed,
+                ReloadStatus::Failed,
                 Touched::default(),
                 Some(reason.clone()),
             ),
             ReloadOutcome::Busy { .. } => (
-                ReloadResult::Conflict,
+                ReloadStatus::Conflict,
                 Touched::default(),
                 Some("another reload is in progress".to_owned()),
             ),
             ReloadOutcome::ShuttingDown { .. } => (
-                ReloadResult::ShuttingDown,
+                ReloadStatus::ShuttingDown,
                 Touched::default(),
                 Some("the proxy is shutting down".to_owned()),
             ),
@@ -92,7 +93,7 @@ impl Engine {
         // The status is recorded before the event is logged, so whoever sees
         // the log line finds the attempt in `/admin/config/status`. A refused
         // concurrent attempt does not overwrite the running one's record.
-        if result != ReloadResult::Conflict {
+        if result != ReloadStatus::Conflict {
             let stage = match outcome {
                 ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
                 ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
@@ -101,12 +102,13 @@ impl Engine {
                 ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
                 _ => None,
             };
-            if let (Some(stage), Some(reason)) = (stage, &error) {
+            if let (Some(stage), Some(reason), Some(version)) = (stage, &error, &version) {
                 self.record_failure(version.clone(), stage, reason.clone());
             }
             self.record_reload(at, result, version.clone(), took, modified, error);
         }
-        self.events.reload(result, &version, took, &detail);
+        let label = version.as_ref().map_or("", AttemptedVersion::as_str);
+        self.events.reload(result, label, took, &detail);
     }
 }
 

@@ -54,7 +54,7 @@ async fn a_changed_upstream_where_nothing_listens_fails_the_reload_with_nothing_
     assert_eq!(failed.stage, FailureStage::UpstreamCheck);
     assert_eq!(
         failed.version,
-        crate::config::ConfigVersion::of(next.as_bytes()).to_string()
+        crate::config::config_version(next.as_bytes())
     );
 }
 

@@ -47,7 +47,7 @@ fn persisting_survives_a_leftover_temporary_file_and_a_caller_that_left() {
     let second = proxy.render(&many(port, "second.proxy.local"));
     let mut caller = TcpStream::connect(&proxy.admin).expect("connect");
     let head = format!(
-        "POST /admin/config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        "POST /admin/config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n",
         second.len()
     );
     caller.write_all(head.as_bytes()).expect("head");

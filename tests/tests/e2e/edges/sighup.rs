@@ -63,5 +63,5 @@ fn a_sighup_during_a_reload_is_applied_after_it() {
 
     let answer = posted.join().expect("poster");
     assert_eq!(answer.status, 500, "{}", answer.body);
-    proxy.wait_for_version(&valid.config_version, Duration::from_secs(10));
+    proxy.wait_for_version(valid.config_version.as_str(), Duration::from_secs(10));
 }

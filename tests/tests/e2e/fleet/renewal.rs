@@ -77,7 +77,7 @@ fn a_renewed_certificate_rolls_out_canary_first_and_a_mismatched_pair_halts_at_t
         "all three to run the renewed pair",
         Duration::from_secs(60),
         |f| {
-            let now: Vec<String> = (0..3)
+            let now: Vec<_> = (0..3)
                 .filter_map(|i| f.status(i).map(|s| s.effective_version))
                 .collect();
             now.len() == 3

@@ -151,7 +151,7 @@ fn a_renewed_certificate_reaches_new_handshakes_in_place_and_connected_clients_s
     let took = swapped.elapsed();
     let after = proxy.status();
     assert_eq!(after.current_config_version, before.current_config_version);
-    assert_eq!(after.current_config_version, version(&text));
+    assert_eq!(after.current_config_version.as_str(), version(&text));
     assert_ne!(after.effective_version, before.effective_version);
     assert_eq!(generation(&proxy), first_generation, "no new generation");
     assert_eq!(proxy.metric(drained), 0.0, "nothing drained");

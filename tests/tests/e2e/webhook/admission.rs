@@ -253,35 +253,6 @@ async fn the_error_list_is_capped() {
 }
 
 #[tokio::test]
-async fn check_files_reads_the_files_a_configuration_names() {
-    let pki = Pki::new();
-    // By default only paths are checked: the TLS files live in the proxy pods.
-    let paths_only = start(&pki, &[]);
-    let (_, answer) = paths_only.review(fixture("valid-create.json")).await;
-    assert_eq!(answer["response"]["allowed"], true);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let checked = start(
-        &pki,
-        &[
-            "--check-files",
-            "--files-root",
-            dir.path().to_str().expect("utf-8 path"),
-        ],
-    );
-    let (_, answer) = checked.review(fixture("valid-create.json")).await;
-    let message = answer["response"]["status"]["message"]
-        .as_str()
-        .expect("a message");
-    assert_eq!(
-        message.lines().skip(1).collect::<Vec<_>>(),
-        [
-            "proxy.yaml:11:24: virtualClusters[0].gateway.tls.certFile: cannot read \"/etc/sluice/tls/tls.crt\": no such file",
-            "proxy.yaml:11:58: virtualClusters[0].gateway.tls.keyFile: cannot read \"/etc/sluice/tls/tls.key\": no such file",
-        ]
-    );
-}
-
-#[tokio::test]
 async fn probes_and_metrics_on_both_ports() {
     let pki = Pki::new();
     let webhook = start(&pki, &["--metrics-listen", "127.0.0.1:0"]);

@@ -2,11 +2,13 @@
 //! ConfigMap AdmissionReview, is denied by the webhook with exactly the
 //! errors `sluice-proxy check` prints for it (the real binary) and
 //! its `.expected` twin lists, which the CLI and admin API tests hold too.
+//! The corpus reaches shared files with `..`: both read them with the
+//! repository as the one allowed root (`--file-root`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sluice_testkit::{bin, corpus};
+use sluice_testkit::{bin, corpus, repo};
 
 use super::harness::{Pki, Webhook, review_with};
 
@@ -33,7 +35,7 @@ fn cli_errors(file: &Path, paths_only: bool) -> Option<Vec<String>> {
     // The real binary (`scripts/test` builds every binary first).
     let proxy = bin("sluice-proxy");
     let mut cmd = Command::new(&proxy);
-    cmd.arg("check").arg(&name);
+    cmd.arg("check").arg(&name).arg("--file-root").arg(repo());
     if paths_only {
         cmd.arg("--paths-only");
     }
@@ -77,7 +79,15 @@ async fn the_corpus_is_denied_with_exactly_the_cli_errors() {
         &pki.cert,
         &pki.key,
         &pki.ca.pem,
-        &["--check-files", "--files-root", root, "--max-errors", "0"],
+        &[
+            "--check-files",
+            "--files-root",
+            root,
+            "--file-root",
+            &repo().display().to_string(),
+            "--max-errors",
+            "0",
+        ],
     );
     for file in &files {
         let yaml = std::fs::read(file).expect("read corpus file");
@@ -148,7 +158,13 @@ async fn the_default_cap_lists_twenty_errors() {
         &pki.cert,
         &pki.key,
         &pki.ca.pem,
-        &["--check-files", "--files-root", root],
+        &[
+            "--check-files",
+            "--files-root",
+            root,
+            "--file-root",
+            &repo().display().to_string(),
+        ],
     );
     let (_, answer) = webhook
         .review(review_with(&std::fs::read(&many).expect("read")))

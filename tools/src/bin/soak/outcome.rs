@@ -99,7 +99,7 @@ pub(crate) fn publish(
     volume.swap(text.as_bytes());
     let outcome = loop {
         let status: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
-        if status.is_some_and(|s| s.current_config_version == wanted) {
+        if status.is_some_and(|s| s.current_config_version.as_str() == wanted) {
             break Outcome::Applied;
         }
         match marks(&ends.watcher) {
@@ -116,7 +116,13 @@ pub(crate) fn publish(
     let status: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
     let detail = match outcome {
         Outcome::Rejected => match status.and_then(|s| s.last_validation_attempt) {
-            Some(v) if v.requested_version == wanted => format!("{} error(s)", v.errors),
+            Some(v)
+                if v.requested_version
+                    .as_ref()
+                    .is_some_and(|r| r.as_str() == wanted) =>
+            {
+                format!("{} error(s)", v.errors)
+            }
             v => format!("the proxy's last validation was not this version: {v:?}"),
         },
         Outcome::Failed | Outcome::TimedOut => status
