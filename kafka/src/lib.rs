@@ -3,6 +3,7 @@
 //! data plane does the I/O and calls in here). The fuzz targets link this
 //! crate alone.
 //!
+//! - [`encode`]: whole request and response frames from typed messages
 //! - [`frame`]: length-prefixed frames and the request header fields routing needs
 //! - [`rewrite`]: broker endpoints in responses replaced by the proxy's own
 //! - `splice`: Produce and Fetch responses rewritten without copying their records
@@ -14,6 +15,7 @@
 
 mod codec;
 pub mod deny;
+pub mod encode;
 pub mod frame;
 pub mod rewrite;
 mod splice;

@@ -6,9 +6,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -35,19 +35,9 @@ impl Conn {
     pub fn send<Req: Encodable>(&mut self, api: ApiKey, version: i16, request: &Req) -> i32 {
         let correlation_id = self.next;
         self.next += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = api as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation_id;
-        header.client_id = Some(StrBytes::from_static_str("sluice-test"));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, api.request_header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
-        let mut frame = BytesMut::new();
-        frame.put_i32(body.len() as i32);
-        frame.put_slice(&body);
+        let frame =
+            sluice_kafka::encode::request(api, version, correlation_id, "sluice-test", request)
+                .expect("an encodable request");
         self.stream.write_all(&frame).expect("send request");
         correlation_id
     }

@@ -3,8 +3,8 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, RequestHeader as KHeader, ResponseHeader, TopicName,
-    api_versions_response, create_topics_request, delete_topics_request,
+    DeleteTopicsResponse, ResponseHeader, TopicName, api_versions_response, create_topics_request,
+    delete_topics_request,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use sluice_kafka::deny::POLICY_VIOLATION;
@@ -84,16 +84,7 @@ fn api_versions_errors_pass_unchanged() {
 }
 
 fn request_frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
-    let mut h = KHeader::default();
-    h.request_api_key = api as i16;
-    h.request_api_version = version;
-    h.correlation_id = 77;
-    h.client_id = Some(StrBytes::from_static_str("admin-1"));
-    let mut b = BytesMut::new();
-    h.encode(&mut b, api.request_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    prefixed(b)
+    sluice_kafka::encode::request(api, version, 77, "admin-1", body).unwrap()
 }
 
 fn response_body<T: Decodable>(api: ApiKey, version: i16, frame: &Bytes) -> (i32, T) {

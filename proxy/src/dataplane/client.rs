@@ -1,12 +1,13 @@
 //! The proxy's own small Kafka client: one request on a broker connection
 //! and its answer, checked against the wire layout before it is decoded.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::Buf;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader,
+    ResponseHeader,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use sluice_kafka::encode;
 use sluice_kafka::wire::{self, Checked};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -107,21 +108,8 @@ pub(crate) async fn send<Req: Encodable>(
     correlation_id: i32,
     request: &Req,
 ) -> Result<(), String> {
-    let mut header = RequestHeader::default();
-    header.request_api_key = api as i16;
-    header.request_api_version = version;
-    header.correlation_id = correlation_id;
-    header.client_id = Some(StrBytes::from_static_str("sluice-proxy"));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, api.request_header_version(version))
+    let frame = encode::request(api, version, correlation_id, "sluice-proxy", request)
         .map_err(|e| e.to_string())?;
-    request
-        .encode(&mut body, version)
-        .map_err(|e| e.to_string())?;
-    let mut frame = BytesMut::with_capacity(4 + body.len());
-    frame.put_i32(i32::try_from(body.len()).map_err(|_| "request too large")?);
-    frame.put_slice(&body);
     io.write_all(&frame).await.map_err(|e| e.to_string())?;
     io.flush().await.map_err(|e| e.to_string())
 }

@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader as KRequestHeader, ResponseHeader};
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use bytes::Bytes;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::Encodable;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -142,36 +142,16 @@ fn metric(metrics: &Metrics, series: &str) -> f64 {
 
 /// A request frame, prefix included.
 fn request<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
-    let mut header = KRequestHeader::default();
-    header.request_api_key = api as i16;
-    header.request_api_version = version;
-    header.correlation_id = correlation_id;
-    header.client_id = Some(StrBytes::from_static_str("test"));
-    let mut b = BytesMut::new();
-    header
-        .encode(&mut b, api.request_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    framed(&b)
+    sluice_kafka::encode::request(api, version, correlation_id, "test", body)
+        .unwrap()
+        .to_vec()
 }
 
 /// A response frame, prefix included.
 fn response<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
-    let mut header = ResponseHeader::default();
-    header.correlation_id = correlation_id;
-    let mut b = BytesMut::new();
-    header
-        .encode(&mut b, api.response_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    framed(&b)
-}
-
-fn framed(body: &[u8]) -> Vec<u8> {
-    let mut f = BytesMut::with_capacity(4 + body.len());
-    f.put_i32(i32::try_from(body.len()).unwrap());
-    f.put_slice(body);
-    f.to_vec()
+    sluice_kafka::encode::response(api, version, correlation_id, body)
+        .unwrap()
+        .to_vec()
 }
 
 /// A frame of `len` bytes in all (prefix included) that only its first 8

@@ -19,10 +19,9 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, DeleteTopicsRequest, FetchRequest, MetadataRequest, RequestHeader, TopicName,
+    ApiKey, DeleteTopicsRequest, FetchRequest, MetadataRequest, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use sluice_testkit::ports::ports;
@@ -56,20 +55,9 @@ fn peak_rss(proxy: &Proxy) -> u64 {
 }
 
 fn frame<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
-    let mut header = RequestHeader::default();
-    header.request_api_key = api as i16;
-    header.request_api_version = version;
-    header.correlation_id = correlation_id;
-    header.client_id = Some(StrBytes::from_static_str("attacker"));
-    let mut b = BytesMut::new();
-    header
-        .encode(&mut b, api.request_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    let mut f = BytesMut::new();
-    f.put_i32(b.len() as i32);
-    f.put_slice(&b);
-    f.to_vec()
+    sluice_kafka::encode::request(api, version, correlation_id, "attacker", body)
+        .expect("an encodable request")
+        .to_vec()
 }
 
 /// A Fetch the broker holds for a minute: nothing arrives on `topic`.
