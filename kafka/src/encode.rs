@@ -39,18 +39,13 @@ pub fn request<T: Encodable>(
     header.request_api_version = version;
     header.correlation_id = correlation_id;
     header.client_id = Some(StrBytes::from_static_str(client_id));
-    let mut buf = BytesMut::new();
-    let failed = |reason: String| EncodeError::Message {
+    whole(
         api,
         version,
-        reason,
-    };
-    header
-        .encode(&mut buf, api.request_header_version(version))
-        .map_err(|e| failed(e.to_string()))?;
-    body.encode(&mut buf, version)
-        .map_err(|e| failed(e.to_string()))?;
-    prefixed(&buf)
+        &header,
+        api.request_header_version(version),
+        body,
+    )
 }
 
 /// The frame of response `body` (API `api` at `version`) to request
@@ -63,17 +58,34 @@ pub fn response<T: Encodable>(
 ) -> Result<Bytes, EncodeError> {
     let mut header = ResponseHeader::default();
     header.correlation_id = correlation_id;
+    whole(
+        api,
+        version,
+        &header,
+        api.response_header_version(version),
+        body,
+    )
+}
+
+/// `header` (at `header_version`) and `body`, behind their length.
+fn whole<H: Encodable, T: Encodable>(
+    api: ApiKey,
+    version: i16,
+    header: &H,
+    header_version: i16,
+    body: &T,
+) -> Result<Bytes, EncodeError> {
     let mut buf = BytesMut::new();
-    let failed = |reason: String| EncodeError::Message {
+    let message = |reason: String| EncodeError::Message {
         api,
         version,
         reason,
     };
     header
-        .encode(&mut buf, api.response_header_version(version))
-        .map_err(|e| failed(e.to_string()))?;
+        .encode(&mut buf, header_version)
+        .map_err(|e| message(e.to_string()))?;
     body.encode(&mut buf, version)
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| message(e.to_string()))?;
     prefixed(&buf)
 }
 
