@@ -230,8 +230,8 @@ impl Builder {
                 Frame::Map { start, .. } => *start,
             };
             match char_at(text, start) {
-                Some('[') => Some((start, "flow sequence")),
-                Some('{') => Some((start, "flow mapping")),
+                Some(FLOW_SEQ) => Some((start, "flow sequence")),
+                Some(FLOW_MAP) => Some((start, "flow mapping")),
                 _ => None,
             }
         });
@@ -358,6 +358,10 @@ impl Builder {
         Ok(())
     }
 }
+
+/// What opens a flow sequence and a flow mapping.
+const FLOW_SEQ: char = '[';
+const FLOW_MAP: char = '{';
 
 /// The character at a 1-based line and column, if there is one.
 fn char_at(text: &str, mark: Mark) -> Option<char> {

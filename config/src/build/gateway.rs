@@ -23,6 +23,25 @@ const PORT_KEYS: &[&str] = &["advertisedHost", "bootstrapPort", "brokerPorts"];
 const SNI_KEYS: &[&str] = &["port", "bootstrapHost", "brokerHostPattern"];
 const BROKER_PORTS_KEYS: &[&str] = &["start", "count", "firstNodeId"];
 
+/// Where one cluster's gateway is: what every routing reader needs.
+struct At<'a> {
+    node: &'a Node,
+    path: &'a str,
+    index: usize,
+    name: &'a Option<String>,
+    listen_host: Option<IpAddr>,
+}
+
+impl At<'_> {
+    fn owner(&self, field: &'static str) -> Owner {
+        Owner::Cluster {
+            index: self.index,
+            name: self.name.clone(),
+            field,
+        }
+    }
+}
+
 pub(super) fn gateway(
     cx: &mut Cx<'_>,
     node: &Node,
@@ -38,85 +57,17 @@ pub(super) fn gateway(
         Some(host) => host,
         None => Some(std::net::Ipv4Addr::UNSPECIFIED.into()),
     };
-    let owner = |field| Owner::Cluster {
+    let at = At {
+        node,
+        path,
         index: i,
-        name: name.clone(),
-        field,
+        name,
+        listen_host,
     };
     let routing = if f.has("sni") {
-        let mut alone = true;
-        for key in PORT_KEYS.iter().filter(|k| f.has(k)) {
-            cx.error(
-                &join(path, key),
-                key_mark(node, key),
-                "not allowed with gateway.sni: the server names in sni name the bootstrap and every broker",
-            );
-            alone = false;
-        }
-        if !f.has("tls") {
-            cx.error(
-                &join(path, "tls"),
-                f.mark(),
-                "required with gateway.sni: the shared port routes by the TLS server name",
-            );
-            alone = false;
-        }
-        let sni = f.required(cx, "sni", |cx, node, path| {
-            sni(cx, node, path, listen_host, (i, name))
-        });
-        // The port is claimed whenever it is valid, so conflicts are
-        // reported even if something else in the cluster is not.
-        if let (Some(sni), Some(host)) = (&sni, listen_host) {
-            cx.claims.push(Claim {
-                host,
-                first: sni.port.get(),
-                last: sni.port.get(),
-                owner: owner("sni.port"),
-                path: format!("{path}.sni.port"),
-                mark: field_mark(field_node(node, "sni"), "port"),
-                shared: true,
-            });
-        }
-        sni.filter(|_| alone).map(Routing::Sni)
+        sni_routing(cx, &f, &at)
     } else {
-        let advertised_host = f.required(cx, "advertisedHost", |cx, node, path| {
-            let text = string(cx, node, path)?;
-            cx.ok(path, node.mark, text.parse::<Host>())
-        });
-        let bootstrap_port = f.required(cx, "bootstrapPort", port);
-        let broker_ports = f.required(cx, "brokerPorts", broker_ports);
-        if let (Some(p), Some(host)) = (bootstrap_port, listen_host) {
-            cx.claims.push(Claim {
-                host,
-                first: p.get(),
-                last: p.get(),
-                owner: owner("bootstrapPort"),
-                path: format!("{path}.bootstrapPort"),
-                mark: field_mark(node, "bootstrapPort"),
-                shared: false,
-            });
-        }
-        if let (Some(b), Some(host)) = (broker_ports, listen_host) {
-            cx.claims.push(Claim {
-                host,
-                first: b.start.get(),
-                last: b.last_port(),
-                owner: owner("brokerPorts"),
-                path: format!("{path}.brokerPorts"),
-                mark: field_mark(node, "brokerPorts"),
-                shared: false,
-            });
-        }
-        match (advertised_host, bootstrap_port, broker_ports) {
-            (Some(advertised_host), Some(bootstrap_port), Some(broker_ports)) => {
-                Some(Routing::Ports(PortRouting {
-                    advertised_host,
-                    bootstrap_port,
-                    broker_ports,
-                }))
-            }
-            _ => None,
-        }
+        port_routing(cx, &f, &at)
     };
     let tls = match f.optional(cx, "tls", |cx, node, path| {
         Some(gateway_tls(cx, node, path))
@@ -129,6 +80,84 @@ pub(super) fn gateway(
         routing: routing?,
         tls,
     })
+}
+
+/// Routing by server name: `sni` alone (none of the port keys), with
+/// `tls`; its shared port is claimed whenever it is valid, so conflicts are
+/// reported even if something else in the cluster is not.
+fn sni_routing(cx: &mut Cx<'_>, f: &Fields<'_>, at: &At<'_>) -> Option<Routing> {
+    let (node, path) = (at.node, at.path);
+    let mut alone = true;
+    for key in PORT_KEYS.iter().filter(|k| f.has(k)) {
+        cx.error(
+            &join(path, key),
+            key_mark(node, key),
+            "not allowed with gateway.sni: the server names in sni name the bootstrap and every broker",
+        );
+        alone = false;
+    }
+    if !f.has("tls") {
+        cx.error(
+            &join(path, "tls"),
+            f.mark(),
+            "required with gateway.sni: the shared port routes by the TLS server name",
+        );
+        alone = false;
+    }
+    let sni = f.required(cx, "sni", |cx, node, path| {
+        sni(cx, node, path, at.listen_host, (at.index, at.name))
+    });
+    if let (Some(sni), Some(host)) = (&sni, at.listen_host) {
+        cx.claims.push(Claim {
+            host,
+            first: sni.port.get(),
+            last: sni.port.get(),
+            owner: at.owner("sni.port"),
+            path: format!("{path}.sni.port"),
+            mark: field_mark(field_node(node, "sni"), "port"),
+            shared: true,
+        });
+    }
+    sni.filter(|_| alone).map(Routing::Sni)
+}
+
+/// Routing by port per broker: the advertised host, the bootstrap port and
+/// the broker ports, each claimed whenever it is valid.
+fn port_routing(cx: &mut Cx<'_>, f: &Fields<'_>, at: &At<'_>) -> Option<Routing> {
+    let (node, path) = (at.node, at.path);
+    let advertised_host = f.required(cx, "advertisedHost", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        cx.ok(path, node.mark, text.parse::<Host>())
+    });
+    let bootstrap_port = f.required(cx, "bootstrapPort", port);
+    let broker_ports = f.required(cx, "brokerPorts", broker_ports);
+    if let (Some(p), Some(host)) = (bootstrap_port, at.listen_host) {
+        cx.claims.push(Claim {
+            host,
+            first: p.get(),
+            last: p.get(),
+            owner: at.owner("bootstrapPort"),
+            path: format!("{path}.bootstrapPort"),
+            mark: field_mark(node, "bootstrapPort"),
+            shared: false,
+        });
+    }
+    if let (Some(b), Some(host)) = (broker_ports, at.listen_host) {
+        cx.claims.push(Claim {
+            host,
+            first: b.start.get(),
+            last: b.last_port(),
+            owner: at.owner("brokerPorts"),
+            path: format!("{path}.brokerPorts"),
+            mark: field_mark(node, "brokerPorts"),
+            shared: false,
+        });
+    }
+    Some(Routing::Ports(PortRouting {
+        advertised_host: advertised_host?,
+        bootstrap_port: bootstrap_port?,
+        broker_ports: broker_ports?,
+    }))
 }
 
 /// `gateway.sni`; its names are recorded for the checks across clusters
