@@ -116,93 +116,8 @@ impl Metrics {
     pub fn new() -> Self {
         let families = Families::default();
         let mut r = Registry::with_prefix("sluice");
-        let f = &families;
-        r.register(
-            "connections_active",
-            "Client connections open now",
-            f.connections_active.clone(),
-        );
-        r.register(
-            "connections",
-            "Client connections accepted",
-            f.connections_total.clone(),
-        );
-        r.register(
-            "connections_rejected",
-            "Client connections closed at once (reason: max_connections, no_route)",
-            f.connections_rejected.clone(),
-        );
-        r.register(
-            "bytes",
-            "Bytes forwarded (direction: to_upstream, to_client)",
-            f.bytes.clone(),
-        );
-        r.register(
-            "spliced_bytes",
-            "Bytes of sluice_bytes_total moved by splice(2) between two plaintext sockets, never copied into the proxy (direction: to_upstream, to_client)",
-            f.spliced.clone(),
-        );
-        r.register(
-            "requests",
-            "Requests received from clients, by Kafka API",
-            f.requests.clone(),
-        );
-        r.register(
-            "rewrites",
-            "Responses whose broker addresses were rewritten",
-            f.rewrites.clone(),
-        );
-        r.register(
-            "denied_requests",
-            "Requests answered by a filter with an error",
-            f.denied.clone(),
-        );
-        r.register(
-            "upstream_connect_failures",
-            "Failed attempts to connect to an upstream broker",
-            f.upstream_connect_failures.clone(),
-        );
-        r.register(
-            "connections_closed_on_error",
-            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream, upstream_auth: the upstream refused the proxy's own lookup for want of SASL)",
-            f.connections_closed_on_error.clone(),
-        );
-        r.register(
-            "unknown_nodes",
-            "Upstream node ids seen outside the cluster's broker port range",
-            f.unknown_nodes.clone(),
-        );
-        r.register(
-            "drained_connections",
-            "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
-            f.drained.clone(),
-        );
-        r.register(
-            "sni_unrouted_connections",
-            "Connections on an SNI port closed because no cluster has their TLS server name (reason: unknown, missing: none sent or not TLS)",
-            f.sni_unrouted.clone(),
-        );
-        for reason in ["unknown", "missing"] {
-            f.sni_unrouted
-                .get_or_create_owned(&UnroutedLabel { reason });
-        }
-        let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
-        r.register(
-            "buffered_bytes",
-            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
-            used.clone(),
-        );
-        r.register(
-            "max_buffered_bytes",
-            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
-            limit.clone(),
-        );
-        r.register(
-            "buffered_reads_paused",
-            "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
-            paused.clone(),
-        );
-        let budget = Budget::new(DEFAULT_MAX_BUFFERED_BYTES, used, limit, paused);
+        families.register(&mut r);
+        let budget = register_budget(&mut r);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
@@ -383,4 +298,100 @@ impl ClusterMetrics {
             .get_or_create(&labels)
             .inc();
     }
+}
+
+impl Families {
+    /// Registers every family of the data plane in `r`.
+    fn register(&self, r: &mut Registry) {
+        r.register(
+            "connections_active",
+            "Client connections open now",
+            self.connections_active.clone(),
+        );
+        r.register(
+            "connections",
+            "Client connections accepted",
+            self.connections_total.clone(),
+        );
+        r.register(
+            "connections_rejected",
+            "Client connections closed at once (reason: max_connections, no_route)",
+            self.connections_rejected.clone(),
+        );
+        r.register(
+            "bytes",
+            "Bytes forwarded (direction: to_upstream, to_client)",
+            self.bytes.clone(),
+        );
+        r.register(
+            "spliced_bytes",
+            "Bytes of sluice_bytes_total moved by splice(2) between two plaintext sockets, never copied into the proxy (direction: to_upstream, to_client)",
+            self.spliced.clone(),
+        );
+        r.register(
+            "requests",
+            "Requests received from clients, by Kafka API",
+            self.requests.clone(),
+        );
+        r.register(
+            "rewrites",
+            "Responses whose broker addresses were rewritten",
+            self.rewrites.clone(),
+        );
+        r.register(
+            "denied_requests",
+            "Requests answered by a filter with an error",
+            self.denied.clone(),
+        );
+        r.register(
+            "upstream_connect_failures",
+            "Failed attempts to connect to an upstream broker",
+            self.upstream_connect_failures.clone(),
+        );
+        r.register(
+            "connections_closed_on_error",
+            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream, upstream_auth: the upstream refused the proxy's own lookup for want of SASL)",
+            self.connections_closed_on_error.clone(),
+        );
+        r.register(
+            "unknown_nodes",
+            "Upstream node ids seen outside the cluster's broker port range",
+            self.unknown_nodes.clone(),
+        );
+        r.register(
+            "drained_connections",
+            "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
+            self.drained.clone(),
+        );
+        r.register(
+            "sni_unrouted_connections",
+            "Connections on an SNI port closed because no cluster has their TLS server name (reason: unknown, missing: none sent or not TLS)",
+            self.sni_unrouted.clone(),
+        );
+        for reason in ["unknown", "missing"] {
+            self.sni_unrouted
+                .get_or_create_owned(&UnroutedLabel { reason });
+        }
+    }
+}
+
+/// Registers the buffer budget's gauges in `r`; the budget they report.
+fn register_budget(r: &mut Registry) -> Budget {
+    let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
+    r.register(
+            "buffered_bytes",
+            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
+            used.clone(),
+        );
+    r.register(
+            "max_buffered_bytes",
+            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
+            limit.clone(),
+        );
+    r.register(
+        "buffered_reads_paused",
+        "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
+        paused.clone(),
+    );
+    Budget::new(DEFAULT_MAX_BUFFERED_BYTES, used, limit, paused)
 }
