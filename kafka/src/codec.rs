@@ -17,8 +17,10 @@ pub const MAX_TRAILING_BYTES: usize = 16;
 /// Decodes a message body, leaving at most [`MAX_TRAILING_BYTES`] in `buf`
 /// for the caller to pass on. The body is checked against its layout first,
 /// so that no declared length makes the crate reserve memory the message
-/// does not back (see [`wire`](super::wire)).
-pub(crate) fn decode<T: Checked>(buf: &mut Bytes, version: i16) -> Result<T, String> {
+/// does not back (see [`wire`](super::wire)). The one decoder of the data
+/// plane's rewrites and of the proxy's own client: what one tolerates, the
+/// other does.
+pub fn decode<T: Checked>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     wire::check(T::SCHEMA, version, buf).map_err(|e| e.to_string())?;
     let value = T::decode(buf, version).map_err(|e| e.to_string())?;
     if buf.len() > MAX_TRAILING_BYTES {

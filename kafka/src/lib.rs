@@ -14,6 +14,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod codec;
+pub use codec::{MAX_TRAILING_BYTES, decode};
 pub mod deny;
 pub mod encode;
 pub mod frame;

@@ -38,6 +38,7 @@ mod gateway;
 mod manifests;
 mod memory;
 mod ops;
+mod own_client;
 mod parity;
 mod process;
 mod reload;
