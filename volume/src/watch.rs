@@ -21,7 +21,9 @@ use notify::event::{ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::{mpsc, watch};
 
-use crate::version::sha256_hex;
+use sluice_admin_api::ConfigVersion;
+
+use crate::version::config_version;
 
 /// How the file is watched.
 #[derive(Debug, Clone)]
@@ -52,8 +54,8 @@ impl Default for WatchOptions {
 pub struct Content {
     /// The bytes; `None` when the file could not be read (missing, say).
     pub bytes: Option<Vec<u8>>,
-    /// `sha256:<hex>` of the bytes (empty when unreadable).
-    pub digest: String,
+    /// The version of the bytes; `None` when the file could not be read.
+    pub digest: Option<ConfigVersion>,
     /// For a volume: the `..<timestamp>` directory `..data` pointed at.
     pub data_dir: Option<String>,
     /// When this reading was taken.
@@ -64,7 +66,7 @@ impl Content {
     /// Reads `path` now.
     pub fn read(path: &Path) -> Content {
         let bytes = std::fs::read(path).ok();
-        let digest = bytes.as_deref().map(sha256_hex).unwrap_or_default();
+        let digest = bytes.as_deref().map(config_version);
         let data_dir = path
             .parent()
             .and_then(|d| std::fs::read_link(d.join("..data")).ok())
@@ -273,7 +275,7 @@ impl Loop {
             }
             let content = Content::read(&self.path);
             if content.digest != self.tx.borrow().digest {
-                tracing::debug!(file = %self.path.display(), digest = %content.digest, "new content");
+                tracing::debug!(file = %self.path.display(), digest = content.digest.as_ref().map(ConfigVersion::as_str), "new content");
                 self.tx.send_replace(content);
             }
         }

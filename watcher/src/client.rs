@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_admin_api::{ConfigStatus, Refused, ReloadAnswer, ValidateAnswer, endpoints};
+use sluice_admin_api::{
+    ConfigStatus, ConfigVersion, EffectiveVersion, Refused, ReloadAnswer, ValidateAnswer, endpoints,
+};
 
 use crate::token::Token;
 
@@ -98,10 +100,8 @@ impl ProxyClient {
     }
 
     /// The configuration version the proxy runs.
-    pub async fn current_version(&self) -> Result<String, CallError> {
-        self.status()
-            .await
-            .map(|s| s.current_config_version.to_string())
+    pub async fn current_version(&self) -> Result<ConfigVersion, CallError> {
+        self.status().await.map(|s| s.current_config_version)
     }
 
     /// `GET /admin/config/status`, without the token.
@@ -118,7 +118,10 @@ impl ProxyClient {
     /// `POST /admin/config/validate`: the answer, the files the
     /// configuration references (named in valid and invalid answers alike),
     /// and the effective version as the proxy read them.
-    pub async fn validate(&self, bytes: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
+    pub async fn validate(
+        &self,
+        bytes: &[u8],
+    ) -> Result<(Answer, Vec<String>, EffectiveVersion), CallError> {
         let (status, body) = self
             .send_with_token(|| {
                 self.request(reqwest::Method::POST, endpoints::VALIDATE)
@@ -134,18 +137,18 @@ impl ProxyClient {
     pub async fn reload(
         &self,
         bytes: &[u8],
-        if_match: Option<&str>,
-        if_effective: Option<&str>,
+        if_match: Option<&ConfigVersion>,
+        if_effective: Option<&EffectiveVersion>,
     ) -> Result<Answer, CallError> {
         let build = || {
             let mut r = self
                 .request(reqwest::Method::POST, endpoints::RELOAD)
                 .body(bytes.to_vec());
             if let Some(v) = if_match {
-                r = r.header(endpoints::IF_MATCH, v);
+                r = r.header(endpoints::IF_MATCH, v.as_str());
             }
             if let Some(v) = if_effective {
-                r = r.header(endpoints::IF_EFFECTIVE_MATCH, v);
+                r = r.header(endpoints::IF_EFFECTIVE_MATCH, v.as_str());
             }
             r
         };
@@ -175,7 +178,10 @@ fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
         .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
 }
 
-fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>, String), CallError> {
+fn validate_answer(
+    status: u16,
+    body: &[u8],
+) -> Result<(Answer, Vec<String>, EffectiveVersion), CallError> {
     match ValidateAnswer::from_http(status, body).map_err(|r| classify(&r))? {
         ValidateAnswer::Valid(valid) => Ok((
             Answer::Accepted {
@@ -183,12 +189,12 @@ fn validate_answer(status: u16, body: &[u8]) -> Result<(Answer, Vec<String>, Str
                 clusters_failed: Vec::new(),
             },
             valid.files,
-            valid.effective_version.to_string(),
+            valid.effective_version,
         )),
         ValidateAnswer::Invalid(invalid) => Ok((
             Answer::Invalid(lines(&invalid.errors)),
             invalid.files,
-            invalid.effective_version.to_string(),
+            invalid.effective_version,
         )),
     }
 }
@@ -295,11 +301,7 @@ mod tests {
             ValidateAnswer::invalid(version(), invalid(), vec!["ca.pem".into()], effective());
         assert_eq!(
             validate_answer(400, &body!(rejected)),
-            Ok((
-                lines.clone(),
-                vec!["ca.pem".to_owned()],
-                effective().to_string()
-            ))
+            Ok((lines.clone(), vec!["ca.pem".to_owned()], effective()))
         );
         let rejected = ReloadAnswer::rejected(version(), invalid());
         assert_eq!(reload_answer(400, &body!(rejected)), Ok(lines));
@@ -310,7 +312,7 @@ mod tests {
         };
         assert_eq!(
             validate_answer(200, &body!(valid)),
-            Ok((accepted, Vec::new(), effective().to_string()))
+            Ok((accepted, Vec::new(), effective()))
         );
         let refusal = br#"{"error": "x"}"#;
         for retry in [409, 412, 500, 503] {

@@ -8,6 +8,8 @@
 //! - [`fleet`]: slots by rank among peers, the canary gate, `fleet` view
 //! - [`heartbeat`]: liveness of the loop (a wait at the gate counts)
 //! - [`client`]: the proxy's admin API
+//! - [`decide`]: the loop's next step, a pure function of what it observed
+//!   and what it remembers
 //! - [`referenced`]: the files the configuration references, watched, and
 //!   the effective version of what the watcher sees
 //! - [`retry`]: jittered exponential backoff (the one use of `backoff`)
@@ -25,6 +27,7 @@
 pub mod app;
 pub mod cli;
 pub mod client;
+pub mod decide;
 pub mod events;
 pub mod fleet;
 pub mod heartbeat;

@@ -8,13 +8,24 @@
 //! certificate is noticed when the configuration's bytes did not change,
 //! and a file both sides can read gives both the same version. The proxy
 //! names only files beneath its roots, so no roots are applied here.
+//!
+//! Each file's digest is kept with what `stat` said of it (device, inode,
+//! size, modification and change times): a file is read and hashed again
+//! only when that changes, when one of the watches saw an event, or at a
+//! resync ([`Referenced::forget`]), so observing the effective version at
+//! every step of a pass costs a `stat` per file.
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use sluice_admin_api::ConfigVersion;
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::decide::Seen;
 use crate::volume::{Content, VolumeWatcher, WatchOptions};
 
 /// The referenced files, their watches, and their changes.
@@ -28,6 +39,35 @@ pub struct Referenced {
     watches: Vec<JoinHandle<()>>,
     tx: mpsc::Sender<()>,
     rx: mpsc::Receiver<()>,
+    /// Set by the watches on any event: the cached digests are stale.
+    stale: Arc<AtomicBool>,
+    /// Each file's digest, by its path as resolved, with its stamp.
+    cache: HashMap<PathBuf, (Stamp, Option<String>)>,
+}
+
+/// What `stat` says of a file that changes when its content does (a
+/// rewrite within one tick of a coarse clock, at the same size, excepted:
+/// the watch's event then invalidates the digest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.size(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        })
+    }
 }
 
 impl Drop for Referenced {
@@ -52,6 +92,8 @@ impl Referenced {
             watches: Vec::new(),
             tx,
             rx,
+            stale: Arc::new(AtomicBool::new(false)),
+            cache: HashMap::new(),
         }
     }
 
@@ -73,8 +115,10 @@ impl Referenced {
             match VolumeWatcher::start(&path, self.options.clone()) {
                 Ok(mut watcher) => {
                     let tx = self.tx.clone();
+                    let stale = Arc::clone(&self.stale);
                     self.watches.push(tokio::spawn(async move {
                         while watcher.changed().await.is_some() {
+                            stale.store(true, Ordering::SeqCst);
                             let _ = tx.try_send(());
                         }
                     }));
@@ -103,26 +147,38 @@ impl Referenced {
         }
     }
 
-    /// The effective version of `content` with the referenced files as this
-    /// watcher reads them now.
-    pub fn effective(&self, content: &Content) -> String {
-        let versions: Vec<Option<String>> = self
-            .files
-            .iter()
-            .map(|f| read_version(&self.resolve(f)))
+    /// `content`'s versions, with the referenced files as this watcher
+    /// reads them now; `None` when the content cannot be read.
+    pub fn seen(&mut self, content: &Content) -> Option<Seen> {
+        let config = content.digest.clone()?;
+        let effective = self.effective(&config);
+        Some(Seen { config, effective })
+    }
+
+    /// The effective version of the configuration `config` with the
+    /// referenced files as this watcher reads them now.
+    pub fn effective(&mut self, config: &ConfigVersion) -> EffectiveVersion {
+        if self.stale.swap(false, Ordering::SeqCst) {
+            self.cache.clear();
+        }
+        let paths: Vec<PathBuf> = self.files.iter().map(|f| self.resolve(f)).collect();
+        let versions: Vec<Option<String>> = paths
+            .into_iter()
+            .map(|path| cached_version(&mut self.cache, path))
             .collect();
-        // Unreadable content has no version, and so no effective one.
-        let Ok(config) = content.digest.parse::<ConfigVersion>() else {
-            return String::new();
-        };
         sluice_volume::effective_version(
-            &config,
+            config,
             self.files
                 .iter()
                 .zip(&versions)
                 .map(|(f, v)| (f.as_str(), v.as_deref())),
         )
-        .to_string()
+    }
+
+    /// Forgets every file's digest: the next observation reads them all
+    /// (the resync: inotify can drop events).
+    pub fn forget(&mut self) {
+        self.cache.clear();
     }
 
     /// Waits for a change of any referenced file (forever when none is
@@ -132,6 +188,24 @@ impl Referenced {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `path`'s version from `cache` when its stamp did not change, else read
+/// (and cached when it could be stamped).
+fn cached_version(
+    cache: &mut HashMap<PathBuf, (Stamp, Option<String>)>,
+    path: PathBuf,
+) -> Option<String> {
+    let Some(stamp) = Stamp::of(&path) else {
+        cache.remove(&path);
+        return None;
+    };
+    if let Some((_, version)) = cache.get(&path).filter(|(known, _)| *known == stamp) {
+        return version.clone();
+    }
+    let version = read_version(&path);
+    cache.insert(path, (stamp, version.clone()));
+    version
 }
 
 /// The version of a regular file's content; `None` when the proxy's reader
@@ -150,7 +224,7 @@ mod tests {
     fn content(bytes: &[u8]) -> Content {
         Content {
             bytes: Some(bytes.to_vec()),
-            digest: sluice_volume::sha256_hex(bytes),
+            digest: Some(sluice_volume::config_version(bytes)),
             data_dir: None,
             read_at: std::time::SystemTime::now(),
         }
@@ -166,15 +240,22 @@ mod tests {
         std::fs::write(&cert, "one").unwrap();
         let mut files = Referenced::new(&config, WatchOptions::default());
         let c = content(b"x");
-        let none = files.effective(&c);
+        let none = files.seen(&c);
         files.set(vec!["certs/server.crt".into(), "missing.pem".into()]);
-        let before = files.effective(&c);
+        let before = files.seen(&c);
         assert_ne!(before, none);
         std::fs::write(&cert, "two").unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(10), files.changed())
             .await
             .expect("the change wakes the watch");
-        assert_ne!(files.effective(&c), before);
+        let after = files.seen(&c);
+        assert_ne!(after, before);
+        // A digest is kept only while the file's stamp stands: a change is
+        // seen at once, before its event arrives.
+        std::fs::write(&cert, "three").unwrap();
+        assert_ne!(files.seen(&c), after);
+        std::fs::write(&cert, "two").unwrap();
+        assert_eq!(files.seen(&c), after);
         // A FIFO is never opened.
         let fifo = dir.path().join("missing.pem");
         let made = std::process::Command::new("mkfifo")

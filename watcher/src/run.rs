@@ -1,17 +1,21 @@
 //! The watcher's loop: new content → this pod's delay (restarted by newer
 //! content) → status → validate → reload, with retries; rejected content is
 //! remembered and never sent again; a periodic resync reconciles the proxy
-//! with the file whatever events were missed.
+//! with the file whatever events were missed. Each pass observes, asks
+//! [`crate::decide`] for the next step, acts, and remembers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use tokio::sync::watch;
+use tokio::time::Interval;
 
 use crate::client::ProxyClient;
+use crate::decide::{Memory, Observed, Stage, Step, Trigger, decide};
 use crate::events::{Kind, PodEvents};
-use crate::fleet::rollout::{Files, FleetSettings, GateResult, Rollout};
+use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
 pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
 use crate::referenced::Referenced;
@@ -74,10 +78,15 @@ pub async fn wait_turn(
                     return content;
                 }
                 content = rx.borrow_and_update().clone();
-                tracing::info!(version = %content.digest, "newer content during the wait; starting the wait again");
+                tracing::info!(version = version(&content), "newer content during the wait; starting the wait again");
             }
         }
     }
+}
+
+/// `content`'s version for logs and labels (empty when unreadable).
+fn version(content: &Content) -> &str {
+    content.digest.as_ref().map_or("", ConfigVersion::as_str)
 }
 
 /// Records an Event in the background, when Events are on.
@@ -85,19 +94,6 @@ fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: 
     if let Some(events) = events.cloned() {
         tokio::spawn(async move { events.report(kind, reason, &message).await });
     }
-}
-
-/// What woke the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trigger {
-    /// The watcher started: reconcile at once.
-    Start,
-    /// The configuration changed.
-    Config,
-    /// A file it references changed.
-    Files,
-    /// The periodic resync.
-    Resync,
 }
 
 /// Runs the watcher until the watch ends.
@@ -118,182 +114,243 @@ pub async fn run(
             return;
         }
     };
-    let mut rx = watcher.subscribe();
+    let rx = watcher.subscribe();
     tracing::info!(path = %settings.path.display(), volume = crate::volume::is_volume(&settings.path), "watching configuration");
     let mut resync = tokio::time::interval(settings.watch.resync);
     resync.tick().await;
     heartbeat.beat();
-    // At startup, reconcile at once: no stagger for a pod coming up.
-    let mut next = Some((rx.borrow_and_update().clone(), Trigger::Start));
-    let mut referenced = Referenced::new(&settings.path, settings.watch.clone());
-    // The effective version (configuration and referenced files, as seen
-    // here) last rejected, and last brought in sync with the proxy.
-    let mut rejected: Option<String> = None;
-    let mut in_sync: Option<String> = None;
-    let mut first = true;
-    let mut rollout = settings
-        .fleet
-        .clone()
-        .map(|f| Rollout::new(f, settings.stagger, settings.jitter));
-    loop {
-        heartbeat.beat();
-        let (content, trigger) = match next.take() {
-            Some(n) => n,
-            None => tokio::select! {
-                changed = rx.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let c = rx.borrow_and_update().clone();
-                    metrics.swap_seen(&c.digest, c.data_dir.as_deref());
-                    (c, Trigger::Config)
-                }
-                () = referenced.changed() => (rx.borrow().clone(), Trigger::Files),
-                _ = resync.tick() => (rx.borrow().clone(), Trigger::Resync),
-            },
-        };
-        heartbeat.beat();
-        let seen = referenced.effective(&content);
-        // A rejected version is tried again when anything it is made of
-        // changes (another version), and at each resync: a file it lacked
-        // may have appeared where the proxy reads it.
-        if trigger != Trigger::Resync && rejected.as_deref() == Some(seen.as_str()) {
-            continue;
+    let passes = Passes {
+        referenced: Referenced::new(&settings.path, settings.watch.clone()),
+        rollout: settings
+            .fleet
+            .clone()
+            .map(|f| Rollout::new(f, settings.stagger, settings.jitter)),
+        settings,
+        client,
+        metrics,
+        heartbeat,
+        events,
+        rx,
+        memory: Memory::default(),
+        first: true,
+    };
+    passes.run(resync).await;
+    drop(watcher);
+}
+
+/// The loop's state: its inputs, and what it remembers between passes.
+struct Passes {
+    settings: Settings,
+    client: ProxyClient,
+    metrics: Arc<Metrics>,
+    heartbeat: Arc<Heartbeat>,
+    events: Option<PodEvents>,
+    rx: watch::Receiver<Content>,
+    referenced: Referenced,
+    memory: Memory,
+    rollout: Option<Rollout>,
+    /// No pass has reported yet.
+    first: bool,
+}
+
+impl Passes {
+    async fn run(mut self, mut resync: Interval) {
+        // At startup, reconcile at once: no stagger for a pod coming up.
+        let mut next = Some((self.rx.borrow_and_update().clone(), Trigger::Start));
+        loop {
+            self.heartbeat.beat();
+            let (content, trigger) = match next.take() {
+                Some(n) => n,
+                None => match self.wake(&mut resync).await {
+                    Some(w) => w,
+                    None => return,
+                },
+            };
+            self.heartbeat.beat();
+            next = self.pass(content, trigger).await;
         }
-        if trigger == Trigger::Files && in_sync.as_deref() == Some(seen.as_str()) {
-            continue;
-        }
-        let staggered = matches!(trigger, Trigger::Config | Trigger::Files);
-        if trigger == Trigger::Files {
-            tracing::info!(version = %content.digest, "a file the configuration references changed");
-        }
-        // With peers, every version (at startup too: a restarted watcher
-        // re-derives a halt from its peers) passes the gate; without, a new
-        // version waits this pod's delay.
-        let (content, gated) = match (&mut rollout, staggered) {
-            (Some(rollout), _) => {
-                match rollout
-                    .wait(
-                        &client,
-                        &metrics,
-                        &heartbeat,
-                        &mut rx,
-                        content,
-                        Files {
-                            referenced: &mut referenced,
-                            in_sync: in_sync.as_deref(),
-                        },
-                    )
-                    .await
-                {
-                    GateResult::Go { content, effective } => (content, effective),
-                    GateResult::Superseded(c) => {
-                        metrics.swap_seen(&c.digest, c.data_dir.as_deref());
-                        next = Some((c, Trigger::Config));
-                        continue;
-                    }
-                    GateResult::Halted { instance, cause } => {
-                        if !instance.is_empty() {
-                            let message = format!(
-                                "rollout of proxy configuration halted: {instance} failed it: {cause}"
-                            );
-                            event(events.as_ref(), Kind::Warning, "RolloutHalted", message);
-                        }
-                        continue;
-                    }
-                }
+    }
+
+    /// Waits for something to do; `None` when the watch ended.
+    async fn wake(&mut self, resync: &mut Interval) -> Option<(Content, Trigger)> {
+        tokio::select! {
+            changed = self.rx.changed() => {
+                changed.ok()?;
+                let c = self.rx.borrow_and_update().clone();
+                self.metrics.swap_seen(version(&c), c.data_dir.as_deref());
+                Some((c, Trigger::Config))
             }
-            (None, true) => (
-                wait_turn(&settings, &heartbeat, &mut rx, content).await,
-                None,
-            ),
-            (None, false) => (content, None),
+            () = self.referenced.changed() => Some((self.rx.borrow().clone(), Trigger::Files)),
+            _ = resync.tick() => {
+                // Inotify can drop events: every file is read again.
+                self.referenced.forget();
+                Some((self.rx.borrow().clone(), Trigger::Resync))
+            }
+        }
+    }
+
+    /// One pass: observe → decide → act → remember. Returns the content to
+    /// take at once, if any (newer content, or back to the gate).
+    async fn pass(&mut self, content: Content, trigger: Trigger) -> Option<(Content, Trigger)> {
+        // The effective version, computed once for this decision.
+        let seen = self.referenced.seen(&content);
+        let stage = Stage::Woke {
+            trigger,
+            peers: self.rollout.is_some(),
         };
-        heartbeat.beat();
-        let events = events.as_ref();
-        let (outcome, about) = apply(
-            &client,
-            &metrics,
-            &content,
-            settings.retry_deadline,
-            &mut rx,
-            &mut referenced,
-            Effective {
-                in_sync: in_sync.as_deref(),
-                gated: gated.as_deref(),
+        let observed = Observed {
+            stage: &stage,
+            seen: seen.as_ref(),
+            proxy: None,
+            validated: None,
+        };
+        let step = decide(&observed, &self.memory);
+        if matches!(step, Step::StillRejected | Step::InSync) {
+            return None;
+        }
+        if trigger == Trigger::Files {
+            tracing::info!(
+                version = version(&content),
+                "a file the configuration references changed"
+            );
+        }
+        let (content, gated) = match step {
+            Step::Unreadable => {
+                let failed = Outcome::Failed(apply::UNREADABLE.into());
+                return self.report(&content, failed, trigger).await;
+            }
+            Step::ToGate => match self.gate(content).await {
+                Ok(go) => go,
+                Err(next) => return next,
             },
+            Step::WaitTurn => {
+                let turn = wait_turn(&self.settings, &self.heartbeat, &mut self.rx, content);
+                (turn.await, None)
+            }
+            _ => (content, None),
+        };
+        self.heartbeat.beat();
+        let effective = Effective {
+            in_sync: self.memory.in_sync.as_ref(),
+            gated: gated.as_ref(),
+        };
+        let deadline = self.settings.retry_deadline;
+        let (outcome, about) = apply(
+            &self.client,
+            &self.metrics,
+            &content,
+            deadline,
+            &mut self.rx,
+            &mut self.referenced,
+            effective,
         )
         .await;
-        // The files named by the proxy's answers count from here on.
-        let seen = about.unwrap_or_else(|| referenced.effective(&content));
-        match outcome {
-            Outcome::Applied | Outcome::Unchanged => {
-                rejected = None;
-                // What the proxy was found to run, not the files read now:
-                // they may have changed since, and that change is still to
-                // be applied (through the gate).
-                in_sync = Some(seen);
-            }
-            Outcome::Rejected(_) if rejected.as_deref() == Some(seen.as_str()) => {
-                tracing::debug!(version = %content.digest, "still rejected at resync");
-                continue;
-            }
-            Outcome::Rejected(_) => rejected = Some(seen),
-            Outcome::Failed(_) | Outcome::Superseded | Outcome::Regate => {}
+        if !self.memory.remember(&outcome, about) {
+            tracing::debug!(version = version(&content), "still rejected at resync");
+            return None;
         }
+        self.report(&content, outcome, trigger).await
+    }
+
+    /// Waits at the rollout gate: the content to apply and, for a rollout of
+    /// files, the effective version the gate opened for; else what to do
+    /// next.
+    async fn gate(
+        &mut self,
+        content: Content,
+    ) -> Result<(Content, Option<EffectiveVersion>), Option<(Content, Trigger)>> {
+        let Some(rollout) = self.rollout.as_mut() else {
+            return Ok((content, None));
+        };
+        let waited = rollout.wait(
+            &self.client,
+            &self.metrics,
+            &self.heartbeat,
+            &mut self.rx,
+            content,
+            &mut self.referenced,
+            &mut self.memory,
+        );
+        match waited.await {
+            GateResult::Go { content, effective } => Ok((content, effective)),
+            GateResult::Superseded(c) => {
+                self.metrics.swap_seen(version(&c), c.data_dir.as_deref());
+                Err(Some((c, Trigger::Config)))
+            }
+            GateResult::Halted { instance, cause } => {
+                if !instance.is_empty() {
+                    let message = format!(
+                        "rollout of proxy configuration halted: {instance} failed it: {cause}"
+                    );
+                    event(
+                        self.events.as_ref(),
+                        Kind::Warning,
+                        "RolloutHalted",
+                        message,
+                    );
+                }
+                Err(None)
+            }
+        }
+    }
+
+    /// Reports how applying `content` ended (logs, metrics, Events, a halt
+    /// here); returns the content to take at once, if any.
+    async fn report(
+        &mut self,
+        content: &Content,
+        outcome: Outcome,
+        trigger: Trigger,
+    ) -> Option<(Content, Trigger)> {
+        let v = version(content);
+        let events = self.events.as_ref();
+        let mut next = None;
         match outcome {
             Outcome::Applied => {
-                metrics.applied(&content.digest, content.propagation_lag());
-                event(
-                    events,
-                    Kind::Normal,
-                    "ConfigApplied",
-                    format!("proxy configuration {} applied", content.digest),
-                );
+                self.metrics.applied(v, content.propagation_lag());
+                let message = format!("proxy configuration {v} applied");
+                event(events, Kind::Normal, "ConfigApplied", message);
             }
-            Outcome::Unchanged => {
-                if staggered || first {
-                    metrics.unchanged(&content.digest);
-                }
-            }
+            Outcome::Unchanged if trigger.staggered() || self.first => self.metrics.unchanged(v),
+            Outcome::Unchanged => {}
             Outcome::Rejected(errors) => {
-                metrics.rejected(&content.digest, &errors);
-                let message = format!(
-                    "proxy configuration {} rejected: {}",
-                    content.digest,
-                    errors.join("; ")
-                );
+                self.metrics.rejected(v, &errors);
+                let message = format!("proxy configuration {v} rejected: {}", errors.join("; "));
                 event(events, Kind::Warning, "ConfigRejected", message);
-                if let Some(rollout) = &mut rollout {
-                    rollout.failed_here(&metrics, &content, "validation rejected it");
+                if let (Some(rollout), Some(config)) = (&mut self.rollout, &content.digest) {
+                    let cause = "validation rejected it";
+                    rollout.failed_here(&self.metrics, &mut self.memory, config, cause);
                 }
             }
             Outcome::Failed(reason) => {
-                metrics.failed(&content.digest, &reason);
-                let message = format!(
-                    "proxy configuration {} not applied: {reason}",
-                    content.digest
-                );
+                self.metrics.failed(v, &reason);
+                let message = format!("proxy configuration {v} not applied: {reason}");
                 event(events, Kind::Warning, "ConfigFailed", message);
-                if let Some(rollout) = &mut rollout {
-                    // Only a failure the proxy itself recorded for this version
-                    // (its upstream check, its prepare) halts the rollout; a
-                    // proxy that was unreachable until the deadline does not.
+                if let (Some(rollout), Some(config)) = (&mut self.rollout, &content.digest) {
+                    // Only a failure the proxy itself recorded for this
+                    // version (its upstream check, its prepare) halts the
+                    // rollout; a proxy unreachable until the deadline does not.
+                    let (client, metrics) = (&self.client, &self.metrics);
+                    let memory = &mut self.memory;
                     rollout
-                        .failed_here_if_recorded(&client, &metrics, &content, &reason)
+                        .failed_here_if_recorded(client, metrics, memory, config, &reason)
                         .await;
                 }
             }
             Outcome::Superseded => {
-                let c = rx.borrow_and_update().clone();
-                metrics.swap_seen(&c.digest, c.data_dir.as_deref());
+                let c = self.rx.borrow_and_update().clone();
+                self.metrics.swap_seen(version(&c), c.data_dir.as_deref());
                 next = Some((c, Trigger::Config));
             }
             Outcome::Regate => {
-                tracing::info!(version = %content.digest, "the referenced files changed again after the rollout gate opened; back to the gate");
-                next = Some((content, Trigger::Files));
+                tracing::info!(
+                    version = v,
+                    "the referenced files changed again after the rollout gate opened; back to the gate"
+                );
+                next = Some((content.clone(), Trigger::Files));
             }
         }
-        first = false;
+        self.first = false;
+        next
     }
 }

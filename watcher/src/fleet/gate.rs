@@ -18,6 +18,8 @@
 
 use std::time::{Duration, Instant};
 
+use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion};
+
 /// The gate's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
@@ -32,19 +34,19 @@ pub struct Settings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The configuration's version (`sha256:` of its bytes).
-    pub config: String,
+    pub config: ConfigVersion,
     /// The effective version (the configuration and the contents of every
     /// file it references), when the rollout is of referenced files that
     /// changed under the configuration in force; `None` for a new
     /// configuration, whose referenced files are known only once validated.
-    pub effective: Option<String>,
+    pub effective: Option<EffectiveVersion>,
 }
 
 impl Target {
     /// A new configuration.
-    pub fn config(version: &str) -> Target {
+    pub fn config(version: &ConfigVersion) -> Target {
         Target {
-            config: version.to_owned(),
+            config: version.clone(),
             effective: None,
         }
     }
@@ -53,8 +55,11 @@ impl Target {
     /// failed it and by this watcher: the effective version for a change of
     /// referenced files only (the proxy never pins that on the
     /// configuration in force), else the configuration's.
-    pub fn id(&self) -> &str {
-        self.effective.as_deref().unwrap_or(&self.config)
+    pub fn id(&self) -> AttemptedVersion {
+        match &self.effective {
+            Some(e) => e.clone().into(),
+            None => self.config.clone().into(),
+        }
     }
 }
 
@@ -79,9 +84,9 @@ pub struct Peer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerStatus {
     /// The configuration version it runs.
-    pub version: String,
-    /// Its effective version (empty from a proxy that does not report it).
-    pub effective: String,
+    pub version: ConfigVersion,
+    /// Its effective version (`None` from a proxy that does not report it).
+    pub effective: Option<EffectiveVersion>,
     /// How long it had run that version when its status was read (on its
     /// own clock, so clocks need not agree across pods).
     pub running_for: Duration,
@@ -91,7 +96,7 @@ pub struct PeerStatus {
     /// already failed before does not count).
     pub newly_failed: Vec<String>,
     /// A version that failed on it, and why.
-    pub failed: Option<(String, String)>,
+    pub failed: Option<(AttemptedVersion, String)>,
 }
 
 /// What this pod does about a version now.
@@ -139,7 +144,7 @@ impl Peer {
                 && target
                     .effective
                     .as_ref()
-                    .is_none_or(|e| s.effective.is_empty() || s.effective == *e)
+                    .is_none_or(|e| s.effective.as_ref().is_none_or(|s| s == e))
         })
     }
 }
@@ -147,7 +152,8 @@ impl Peer {
 /// Why a live peer halts `target`, if it does.
 fn halt_cause(peer: &Peer, target: &Target, now: Instant, soak: Duration) -> Option<String> {
     let status = peer.status.as_ref()?;
-    if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| v == target.id()) {
+    let id = target.id();
+    if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| *v == id) {
         return Some(why.clone());
     }
     if peer.runs(target) && peer.running_for(now) < soak {

@@ -251,8 +251,8 @@ impl Peers {
 /// What the gate reads of a proxy's status.
 fn gate_status(s: &ConfigStatus) -> PeerStatus {
     PeerStatus {
-        version: s.current_config_version.to_string(),
-        effective: s.effective_version.to_string(),
+        version: s.current_config_version.clone(),
+        effective: Some(s.effective_version.clone()),
         running_for: Duration::from_millis(s.running_for_ms),
         ready: s.ready,
         newly_failed: s
@@ -263,7 +263,7 @@ fn gate_status(s: &ConfigStatus) -> PeerStatus {
             .collect(),
         failed: s.last_failed_version.as_ref().map(|f| {
             (
-                f.version.to_string(),
+                f.version.clone(),
                 format!("{} failed: {}", stage(f.stage), f.reason),
             )
         }),

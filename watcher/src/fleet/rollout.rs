@@ -1,15 +1,18 @@
 //! Waiting at the gate: poll the peers, decide, and either go, wait, or
 //! halt. Replaces the per-slot delay when the watcher knows its peers.
+//! What the rollout is of, and whether it was halted earlier, is
+//! [`decide`]'s; the halt is remembered in the loop's [`Memory`].
 
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use sluice_admin_api::ConfigStatus;
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 
-use super::gate::{self, Decision, Target};
+use super::gate::{self, Decision};
 use super::peers::{PeerSource, Peers};
 use crate::client::ProxyClient;
+use crate::decide::{Memory, Observed, Proxy, Stage, Step, decide};
 use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
 use crate::referenced::Referenced;
@@ -44,11 +47,11 @@ pub enum GateResult {
         /// configuration in force, the effective version the gate opened
         /// for: files that changed again since are not what the peers ran,
         /// and go back to the gate (see `run::apply`).
-        effective: Option<String>,
+        effective: Option<EffectiveVersion>,
     },
     /// A peer failed this version: nobody applies it.
     Halted {
-        /// The peer that failed it.
+        /// The peer that failed it (empty: halted earlier).
         instance: String,
         /// What failed.
         cause: String,
@@ -65,26 +68,11 @@ pub struct Rollout {
     /// Once the gate opens, the delay for slots above 0, plus up to `jitter`.
     stagger: Duration,
     jitter: Duration,
-    /// The version (a [`Target::id`]) whose rollout is halted, if one is.
-    halted: Option<String>,
-    /// The target last waited for: a failure of its content is recorded
-    /// under its id.
-    target: Option<Target>,
     /// This pod's instance name, once its proxy said it.
     me: Option<String>,
     /// Whether this watcher and its proxy were seen to read the referenced
     /// files differently (said once).
     disagree_said: bool,
-}
-
-/// What the watcher knows of the referenced files when it waits.
-#[derive(Debug)]
-pub struct Files<'a> {
-    /// The files, as the proxy names them, watched here.
-    pub referenced: &'a mut Referenced,
-    /// The effective version (as seen here) last brought in sync with the
-    /// proxy.
-    pub in_sync: Option<&'a str>,
 }
 
 impl Rollout {
@@ -101,8 +89,6 @@ impl Rollout {
             peers,
             stagger,
             jitter,
-            halted: None,
-            target: None,
             me: None,
             disagree_said: false,
         }
@@ -111,7 +97,9 @@ impl Rollout {
     /// Waits until this pod may apply `content` (see [`gate::decide`]);
     /// then, for a slot above 0, waits the stagger plus up to the jitter
     /// once. When this pod's proxy runs `content`'s configuration already,
-    /// the rollout is of the referenced files as `files` reads them.
+    /// the rollout is of the referenced files as `referenced` reads them.
+    /// The target and a halt are remembered in `memory`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn wait(
         &mut self,
         own: &ProxyClient,
@@ -119,55 +107,42 @@ impl Rollout {
         heartbeat: &Heartbeat,
         rx: &mut watch::Receiver<Content>,
         content: Content,
-        files: Files<'_>,
+        referenced: &mut Referenced,
+        memory: &mut Memory,
     ) -> GateResult {
+        let Some(config) = content.digest.clone() else {
+            // Unreadable content never comes here: there is nothing to send.
+            return GateResult::Halted {
+                instance: String::new(),
+                cause: "the file cannot be read".to_owned(),
+            };
+        };
         let mut said = String::new();
         loop {
             heartbeat.beat();
             let reason = match self
-                .decide(
-                    own,
-                    metrics,
-                    &content,
-                    &mut *files.referenced,
-                    files.in_sync,
-                )
+                .decide(own, metrics, &content, referenced, memory)
                 .await
             {
                 Ok((Decision::Done | Decision::Apply, slot)) => {
-                    if slot > 0 {
-                        let delay = self.stagger
-                            + self.jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
-                        if !delay.is_zero() {
-                            tracing::info!(
-                                slot,
-                                delay_ms = delay.as_millis() as u64,
-                                "gate open; waiting the stagger"
-                            );
-                            // Waiting is progress: liveness must not
-                            // restart a watcher that waits its stagger.
-                            tokio::select! {
-                                () = heartbeat.beating_while(tokio::time::sleep(delay)) => {}
-                                _ = rx.changed() => return GateResult::Superseded(rx.borrow_and_update().clone()),
-                            }
-                        }
+                    if let Err(newer) = self.stagger(slot, heartbeat, rx).await {
+                        return GateResult::Superseded(newer);
                     }
-                    let effective = self.target.as_ref().and_then(|t| t.effective.clone());
+                    let effective = memory.target.as_ref().and_then(|t| t.effective.clone());
                     return GateResult::Go { content, effective };
                 }
                 Ok((Decision::Halt { instance, cause }, _)) => {
-                    let id = self.target_id(&content);
+                    let id = memory.attempted(&config);
                     if !instance.is_empty() {
-                        metrics.fleet.halted(&id, &instance, &cause);
+                        metrics.fleet.halted(id.as_str(), &instance, &cause);
                     }
-                    self.halted = Some(id);
+                    memory.halted = Some(id);
                     return GateResult::Halted { instance, cause };
                 }
-                Ok((Decision::Wait(reason), _)) => reason,
-                Err(reason) => reason,
+                Ok((Decision::Wait(reason), _)) | Err(reason) => reason,
             };
             if reason != said {
-                let id = self.target_id(&content);
+                let id = memory.attempted(&config);
                 tracing::info!(version = %id, %reason, "waiting at the rollout gate");
                 said = reason;
             }
@@ -182,84 +157,76 @@ impl Rollout {
         }
     }
 
-    /// The id `content` is known by: its last target's when that was of
-    /// this configuration, else the configuration's version.
-    fn target_id(&self, content: &Content) -> String {
-        self.target
-            .as_ref()
-            .filter(|t| t.config == content.digest)
-            .map_or_else(|| content.digest.clone(), |t| t.id().to_owned())
+    /// Once the gate opened: for a slot above 0, the stagger plus up to the
+    /// jitter; newer content cuts it short (returned).
+    async fn stagger(
+        &self,
+        slot: u64,
+        heartbeat: &Heartbeat,
+        rx: &mut watch::Receiver<Content>,
+    ) -> Result<(), Content> {
+        if slot == 0 {
+            return Ok(());
+        }
+        let delay = self.stagger + self.jitter.mul_f64(schedule::random_unit().clamp(0.0, 1.0));
+        if delay.is_zero() {
+            return Ok(());
+        }
+        tracing::info!(
+            slot,
+            delay_ms = delay.as_millis() as u64,
+            "gate open; waiting the stagger"
+        );
+        // Waiting is progress: liveness must not restart a watcher that
+        // waits its stagger.
+        tokio::select! {
+            () = heartbeat.beating_while(tokio::time::sleep(delay)) => Ok(()),
+            _ = rx.changed() => Err(rx.borrow_and_update().clone()),
+        }
     }
 
-    /// Records that this pod's own proxy failed `content` (its reload or
-    /// validation): the rollout halts here too.
-    pub fn failed_here(&mut self, metrics: &Metrics, content: &Content, cause: &str) {
+    /// Records that this pod's own proxy failed the configuration `config`
+    /// (its reload or validation): the rollout halts here too.
+    pub fn failed_here(
+        &mut self,
+        metrics: &Metrics,
+        memory: &mut Memory,
+        config: &ConfigVersion,
+        cause: &str,
+    ) {
         let me = self.me.clone().unwrap_or_else(|| "this pod".to_owned());
-        let id = self.target_id(content);
-        metrics.fleet.halted(&id, &me, cause);
-        self.halted = Some(id);
+        let id = memory.attempted(config);
+        metrics.fleet.halted(id.as_str(), &me, cause);
+        memory.halted = Some(id);
     }
 
     /// Like [`Rollout::failed_here`], when this pod's proxy recorded
-    /// `content` as its last failed version.
+    /// `config` (as [`Memory::attempted`] names it) as its last failed
+    /// version.
     pub async fn failed_here_if_recorded(
         &mut self,
         own: &ProxyClient,
         metrics: &Metrics,
-        content: &Content,
+        memory: &mut Memory,
+        config: &ConfigVersion,
         cause: &str,
     ) {
-        let id = self.target_id(content);
-        let recorded = own
-            .status()
-            .await
-            .ok()
-            .and_then(|s| s.last_failed_version)
-            .is_some_and(|f| f.version.as_str() == id);
-        if recorded {
-            self.failed_here(metrics, content, cause);
+        let failed = own.status().await.ok().and_then(|s| s.last_failed_version);
+        if memory.recorded(failed.as_ref().map(|f| &f.version), config) {
+            self.failed_here(metrics, memory, config, cause);
         }
     }
 
-    /// What `content` is, as a rollout: when this pod's proxy runs its
-    /// configuration, only referenced files can have changed, and the
-    /// effective version (the files as read here) is part of the target.
-    /// A watcher that reads the files differently from its proxy (they are
-    /// not mounted at the same paths) falls back to the configuration
-    /// alone, with a warning: gating on a version no proxy reports would
-    /// hold the fleet forever.
-    fn target(
-        &mut self,
-        own: &ConfigStatus,
-        content: &Content,
-        referenced: &mut Referenced,
-        in_sync: Option<&str>,
-    ) -> Target {
-        if own.current_config_version.as_str() != content.digest {
-            return Target::config(&content.digest);
-        }
-        referenced.set(own.files.clone());
-        let seen = referenced.effective(content);
-        if own.effective_version.as_str() != seen && in_sync == Some(seen.as_str()) {
-            if !self.disagree_said {
-                self.disagree_said = true;
-                tracing::warn!(files = ?own.files, "this watcher reads the referenced files differently from its proxy (mount them at the same paths in both containers): renewed files are applied without the rollout gate");
-            }
-            return Target::config(&content.digest);
-        }
-        Target {
-            config: content.digest.clone(),
-            effective: Some(seen),
-        }
-    }
-
+    /// Observes (its proxy's status once, the files as read here), decides
+    /// what the rollout is of and whether it was halted, then asks the
+    /// peers and the gate.
     async fn decide(
         &mut self,
         own: &ProxyClient,
         metrics: &Metrics,
         content: &Content,
         referenced: &mut Referenced,
-        in_sync: Option<&str>,
+        memory: &mut Memory,
     ) -> Result<(Decision, u64), String> {
         let status = match own.status().await {
             Ok(s) if !s.instance.is_empty() => s,
@@ -268,21 +235,47 @@ impl Rollout {
             }
             Err(e) => return Err(format!("this pod's proxy: {e}")),
         };
-        let target = self.target(&status, content, referenced, in_sync);
-        self.target = Some(target.clone());
-        if let Some(halted) = &self.halted {
-            if halted == target.id() {
-                return Ok((
-                    Decision::Halt {
-                        instance: String::new(),
-                        cause: "halted earlier".to_owned(),
-                    },
-                    0,
-                ));
-            }
-            metrics.fleet.cleared(target.id());
-            self.halted = None;
+        if content.digest.as_ref() == Some(&status.current_config_version) {
+            referenced.set(status.files.clone());
         }
+        let proxy = Proxy {
+            config: status.current_config_version,
+            effective: status.effective_version,
+        };
+        let seen = referenced.seen(content);
+        let observed = Observed {
+            stage: &Stage::AtGate,
+            seen: seen.as_ref(),
+            proxy: Some(&proxy),
+            validated: None,
+        };
+        let target = match decide(&observed, memory) {
+            Step::Gate {
+                target,
+                clears_halt,
+                reads_differently,
+            } => {
+                if reads_differently && !self.disagree_said {
+                    self.disagree_said = true;
+                    tracing::warn!(files = ?status.files, "this watcher reads the referenced files differently from its proxy (mount them at the same paths in both containers): renewed files are applied without the rollout gate");
+                }
+                if clears_halt {
+                    metrics.fleet.cleared(target.id().as_str());
+                    memory.halted = None;
+                }
+                target
+            }
+            Step::HaltedEarlier { target } => {
+                memory.target = Some(target);
+                let halt = Decision::Halt {
+                    instance: String::new(),
+                    cause: "halted earlier".to_owned(),
+                };
+                return Ok((halt, 0));
+            }
+            other => return Err(format!("no target at the gate: {other:?}")),
+        };
+        memory.target = Some(target.clone());
         let me = status.instance;
         self.me = Some(me.clone());
         let timeout = self.settings.gate.peer_timeout;
@@ -296,12 +289,8 @@ impl Rollout {
         }
         let now = Instant::now();
         let silent = view.peers.iter().filter(|p| p.silent(now, timeout)).count();
-        metrics.fleet.view(
-            self.settings.slot_override.unwrap_or(view.slot),
-            view.peers.len() - silent,
-            silent,
-        );
         let slot = self.settings.slot_override.unwrap_or(view.slot);
+        metrics.fleet.view(slot, view.peers.len() - silent, silent);
         let decision = gate::decide(slot, &target, &view.peers, now, &self.settings.gate);
         Ok((decision, slot))
     }

@@ -1,43 +1,32 @@
-//! Applying one content: skip it when the proxy runs it, else validate,
-//! then reload, with retries; the rollout gate's effective version held to.
+//! Applying one content, past its turn: observe (its proxy's status, the
+//! files as read here), decide ([`crate::decide`]: unchanged, back to the
+//! gate, or validate; then reload or rejected), act, with retries.
 
 use std::time::Duration;
 
+use sluice_admin_api::{ConfigVersion, EffectiveVersion};
 use tokio::sync::watch;
 
 use crate::client::{Answer, CallError, ProxyClient};
+pub use crate::decide::Outcome;
+use crate::decide::{Memory, Observed, Proxy, Seen, Stage, Step, Validated, decide};
 use crate::metrics::Metrics;
 use crate::referenced::Referenced;
 use crate::retry::Retry;
 use crate::volume::Content;
 
-/// How applying one content ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The proxy now runs it.
-    Applied,
-    /// The proxy already ran it.
-    Unchanged,
-    /// The proxy found it invalid.
-    Rejected(Vec<String>),
-    /// Retries ran out, or the proxy refused for good.
-    Failed(String),
-    /// Newer content arrived first.
-    Superseded,
-    /// The referenced files changed after the rollout gate opened for them:
-    /// back to the gate with what is there now.
-    Regate,
-}
+/// Why content without bytes fails.
+pub(crate) const UNREADABLE: &str = "the file cannot be read";
 
 /// What the watcher knows of the effective versions (configuration and
 /// referenced files, as read here) when it applies a content.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Effective<'a> {
     /// The one last brought in sync with the proxy.
-    pub in_sync: Option<&'a str>,
+    pub in_sync: Option<&'a EffectiveVersion>,
     /// The one the rollout gate opened for, when the rollout is of
     /// referenced files under the configuration in force.
-    pub gated: Option<&'a str>,
+    pub gated: Option<&'a EffectiveVersion>,
 }
 
 /// Applies one content: skip it if the proxy runs it (its referenced files
@@ -63,54 +52,44 @@ pub async fn apply(
     newer: &mut watch::Receiver<Content>,
     referenced: &mut Referenced,
     effective: Effective<'_>,
-) -> (Outcome, Option<String>) {
-    let Effective { in_sync, gated } = effective;
-    let Some(bytes) = content.bytes.as_deref() else {
-        return (Outcome::Failed("the file cannot be read".into()), None);
+) -> (Outcome, Option<EffectiveVersion>) {
+    let (Some(bytes), Some(config)) = (content.bytes.as_deref(), content.digest.as_ref()) else {
+        return (Outcome::Failed(UNREADABLE.into()), None);
+    };
+    let memory = Memory {
+        in_sync: effective.in_sync.cloned(),
+        ..Memory::default()
+    };
+    let stage = Stage::Past {
+        gated: effective.gated.cloned(),
+    };
+    let attempt = Attempt {
+        client,
+        bytes,
+        config,
+        stage: &stage,
+        memory: &memory,
     };
     let mut retry = Retry::new(deadline);
     loop {
         // Newer content may cut the checks short, but never a reload once
         // sent: the proxy would apply it anyway, and the next content's
         // If-Match must see its result.
-        let checks = async {
-            let status = client.status().await?;
-            let current = status.current_config_version;
-            if current.as_str() == content.digest {
-                referenced.set(status.files);
-                let seen = referenced.effective(content);
-                if status.effective_version.as_str() == seen || in_sync == Some(seen.as_str()) {
-                    return Ok(Err((Outcome::Unchanged, Some(seen))));
-                }
-                if gated.is_some_and(|g| g != seen) {
-                    return Ok(Err((Outcome::Regate, None)));
-                }
-            }
-            let (answer, files, proxy_read) = client.validate(bytes).await?;
-            referenced.set(files);
-            let validated = referenced.effective(content);
-            if let Answer::Invalid(errors) = answer {
-                return Ok(Err((Outcome::Rejected(errors), Some(validated))));
-            }
-            // A rollout of files: the reload applies them only as the proxy
-            // validated them (a change since answers 412: back to the gate).
-            let files_only = current.as_str() == content.digest && gated.is_some();
-            let if_effective = files_only.then_some(proxy_read);
-            Ok::<_, CallError>(Ok((current, validated, if_effective)))
-        };
         let checked = tokio::select! {
-            r = checks => r,
+            r = attempt.check(referenced) => r,
             _ = newer.changed() => return (Outcome::Superseded, None),
         };
         let reason = match checked {
-            Ok(Err(done)) => return done,
-            Ok(Ok((current, validated, if_effective))) => match client
-                .reload(bytes, Some(current.as_str()), if_effective.as_deref())
+            Ok(Checked::Done(outcome, about)) => return (outcome, about),
+            Ok(Checked::Reload {
+                if_match,
+                if_effective,
+                validated,
+            }) => match client
+                .reload(bytes, Some(&if_match), if_effective.as_ref())
                 .await
             {
-                Ok(answer) => {
-                    return (reloaded(content, answer), Some(validated));
-                }
+                Ok(answer) => return (reloaded(content, answer), Some(validated)),
                 Err(CallError::Fatal(reason)) => return (Outcome::Failed(reason), None),
                 Err(CallError::Retry(reason)) => reason,
             },
@@ -129,9 +108,96 @@ pub async fn apply(
     }
 }
 
+/// One attempt's fixed inputs.
+struct Attempt<'a> {
+    client: &'a ProxyClient,
+    bytes: &'a [u8],
+    config: &'a ConfigVersion,
+    stage: &'a Stage,
+    memory: &'a Memory,
+}
+
+/// What the checks of one attempt found.
+enum Checked {
+    /// Nothing (more) to send: the outcome, and what it is about.
+    Done(Outcome, Option<EffectiveVersion>),
+    /// Send the reload so.
+    Reload {
+        if_match: ConfigVersion,
+        if_effective: Option<EffectiveVersion>,
+        /// The effective version (as seen here) the proxy validated.
+        validated: EffectiveVersion,
+    },
+}
+
+impl Attempt<'_> {
+    /// Observes (its proxy's status once, the files as read here), decides,
+    /// validates when the decider says so, and decides again.
+    async fn check(&self, referenced: &mut Referenced) -> Result<Checked, CallError> {
+        let status = self.client.status().await?;
+        let proxy = Proxy {
+            config: status.current_config_version,
+            effective: status.effective_version,
+        };
+        if proxy.config == *self.config {
+            referenced.set(status.files);
+        }
+        let seen = Seen {
+            config: self.config.clone(),
+            effective: referenced.effective(self.config),
+        };
+        let observed = Observed {
+            stage: self.stage,
+            seen: Some(&seen),
+            proxy: Some(&proxy),
+            validated: None,
+        };
+        match decide(&observed, self.memory) {
+            Step::Unchanged => return Ok(Checked::Done(Outcome::Unchanged, Some(seen.effective))),
+            Step::Regate => return Ok(Checked::Done(Outcome::Regate, None)),
+            // Validate (the only other step past the turn with a status).
+            _ => {}
+        }
+        let (answer, files, read) = self.client.validate(self.bytes).await?;
+        referenced.set(files);
+        let validated = referenced.effective(self.config);
+        let v = Validated {
+            valid: matches!(answer, Answer::Accepted { .. }),
+            read,
+        };
+        let step = decide(
+            &Observed {
+                validated: Some(&v),
+                ..observed
+            },
+            self.memory,
+        );
+        match (step, answer) {
+            (
+                Step::Reload {
+                    if_match,
+                    if_effective,
+                },
+                _,
+            ) => Ok(Checked::Reload {
+                if_match,
+                if_effective,
+                validated,
+            }),
+            (_, Answer::Invalid(errors)) => {
+                Ok(Checked::Done(Outcome::Rejected(errors), Some(validated)))
+            }
+            (step, Answer::Accepted { .. }) => Err(CallError::Fatal(format!(
+                "valid, and yet no reload: {step:?}"
+            ))),
+        }
+    }
+}
+
 /// What a reload's answer means for `content`; logs what the operator
 /// must know of an applied one.
 fn reloaded(content: &Content, answer: Answer) -> Outcome {
+    let version = content.digest.as_ref().map(ConfigVersion::as_str);
     match answer {
         Answer::Accepted {
             restart_required,
@@ -139,14 +205,14 @@ fn reloaded(content: &Content, answer: Answer) -> Outcome {
         } => {
             if !clusters_failed.is_empty() {
                 tracing::warn!(
-                    version = %content.digest,
+                    version,
                     clusters_failed = %clusters_failed.join("; "),
                     "applied; some virtual clusters could not start (each reload retries them)"
                 );
             }
             if !restart_required.is_empty() {
                 tracing::warn!(
-                    version = %content.digest,
+                    version,
                     restart_required = %restart_required.join("; "),
                     "applied; part of it takes effect only when the proxy restarts"
                 );

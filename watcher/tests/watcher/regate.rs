@@ -73,14 +73,11 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
             .await
         };
     }
+    let config = content.digest.clone().expect("readable");
     let before = proxy.status();
     referenced.set(before.files.clone());
-    let gated = referenced.effective(&content);
-    assert_eq!(
-        gated,
-        before.effective_version.as_str(),
-        "watcher and proxy agree"
-    );
+    let gated = referenced.effective(&config);
+    assert_eq!(gated, before.effective_version, "watcher and proxy agree");
 
     // A mismatched pair arrives after the gate opened for the pair in force.
     secret.swap_files(&pair(&second, &third));
@@ -93,16 +90,16 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     // Without a gate (no peers), the same call validates them at once.
     let (outcome, about) = apply!(None);
     assert!(matches!(outcome, Outcome::Rejected(_)), "{outcome:?}");
-    assert_eq!(about, Some(referenced.effective(&content)));
+    assert_eq!(about, Some(referenced.effective(&config)));
     assert!(proxy.status().last_validation_attempt.is_some());
 
     // A gate opened for the files there now lets them through.
     secret.swap_files(&pair(&second, &second));
-    let renewed = referenced.effective(&content);
+    let renewed = referenced.effective(&config);
     let (outcome, about) = apply!(Some(&renewed));
     assert_eq!(outcome, Outcome::Applied);
-    assert_eq!(about.as_deref(), Some(renewed.as_str()));
-    assert_eq!(proxy.status().effective_version.as_str(), renewed);
+    assert_eq!(about.as_ref(), Some(&renewed));
+    assert_eq!(proxy.status().effective_version, renewed);
 
     // Files that change between the validate and the reload: the reload
     // names the files as validated (If-Effective-Match) and is refused.
@@ -110,25 +107,17 @@ async fn files_changed_after_the_gate_opened_go_back_to_the_gate_unsent() {
     let (_, _, validated) = client.validate(bytes).await.expect("validate");
     assert_eq!(validated, renewed);
     secret.swap_files(&pair(&third, &third));
-    let refused = client
-        .reload(bytes, Some(&content.digest), Some(&validated))
-        .await;
+    let refused = client.reload(bytes, Some(&config), Some(&validated)).await;
     assert!(
         matches!(&refused, Err(CallError::Retry(e)) if e.contains("If-Effective-Match")),
         "{refused:?}"
     );
-    assert_eq!(
-        proxy.status().effective_version.as_str(),
-        renewed,
-        "nothing applied"
-    );
+    assert_eq!(proxy.status().effective_version, renewed, "nothing applied");
     let (_, _, now) = client.validate(bytes).await.expect("validate");
-    let applied = client
-        .reload(bytes, Some(&content.digest), Some(&now))
-        .await;
+    let applied = client.reload(bytes, Some(&config), Some(&now)).await;
     assert!(
         matches!(applied, Ok(Answer::Accepted { .. })),
         "{applied:?}"
     );
-    assert_eq!(proxy.status().effective_version.as_str(), now);
+    assert_eq!(proxy.status().effective_version, now);
 }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 fn content(tag: &str) -> Content {
     Content {
         bytes: Some(tag.as_bytes().to_vec()),
-        digest: tag.to_owned(),
+        digest: Some(sluice_volume::config_version(tag.as_bytes())),
         data_dir: None,
         read_at: SystemTime::now(),
     }
@@ -59,7 +59,11 @@ async fn slot_two_waits_two_staggers_and_newer_content_restarts_the_wait() {
     tokio::time::sleep(Duration::from_millis(1900)).await;
     assert!(!waiting.is_finished(), "the restarted wait ended early");
     let (chosen, at) = waiting.await.unwrap();
-    assert_eq!(chosen.digest, "b", "the newest content is the one applied");
+    assert_eq!(
+        chosen.digest,
+        content("b").digest,
+        "the newest content is the one applied"
+    );
     assert_eq!(at - start, Duration::from_millis(3500));
 }
 
@@ -69,6 +73,6 @@ async fn no_stagger_and_no_jitter_reacts_at_once() {
     let s = settings(5, Duration::ZERO);
     let start = tokio::time::Instant::now();
     let chosen = wait_turn(&s, &Heartbeat::default(), &mut rx, content("a")).await;
-    assert_eq!(chosen.digest, "a");
+    assert_eq!(chosen.digest, content("a").digest);
     assert_eq!(tokio::time::Instant::now(), start);
 }

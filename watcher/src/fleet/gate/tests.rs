@@ -4,6 +4,16 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
+/// The version of a configuration named `name`.
+fn cv(name: &str) -> ConfigVersion {
+    sluice_volume::config_version(name.as_bytes())
+}
+
+/// An effective version named `name`.
+fn ev(name: &str) -> EffectiveVersion {
+    sluice_volume::effective_version(&cv(name), [])
+}
+
 const V: &str = "sha256:new";
 const OLD: &str = "sha256:old";
 
@@ -23,8 +33,8 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
         read_at: Some(at),
         silent_since: None,
         status: Some(PeerStatus {
-            version: version.to_owned(),
-            effective: String::new(),
+            version: cv(version),
+            effective: None,
             running_for: Duration::from_secs(ran),
             ready: true,
             newly_failed: Vec::new(),
@@ -34,7 +44,7 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
 }
 
 fn t(version: &str) -> Target {
-    Target::config(version)
+    Target::config(&cv(version))
 }
 
 fn fleet(now: Instant, versions: &[(&str, u64)]) -> Vec<Peer> {
@@ -99,7 +109,7 @@ fn any_peer_that_failed_the_version_halts_everyone_including_the_canary() {
     let now = Instant::now();
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100), (OLD, 100)]);
     peers[0].status.as_mut().unwrap().failed =
-        Some((V.into(), "reload failed: upstream check failed".into()));
+        Some((cv(V).into(), "reload failed: upstream check failed".into()));
     let halt = Decision::Halt {
         instance: "pod-0".into(),
         cause: "reload failed: upstream check failed".into(),
@@ -176,7 +186,7 @@ fn a_silent_peer_is_left_out_after_the_peer_timeout() {
 fn a_silent_peers_old_failure_does_not_halt() {
     let now = Instant::now();
     let mut peers = fleet(now, &[(OLD, 100), (OLD, 100)]);
-    peers[0].status.as_mut().unwrap().failed = Some((V.into(), "x".into()));
+    peers[0].status.as_mut().unwrap().failed = Some((cv(V).into(), "x".into()));
     peers[0].silent_since = Some(now - Duration::from_secs(40));
     assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
 }
@@ -184,15 +194,15 @@ fn a_silent_peers_old_failure_does_not_halt() {
 /// `V` with renewed referenced files.
 fn renewed() -> Target {
     Target {
-        config: V.into(),
-        effective: Some("sha256:renewed".into()),
+        config: cv(V),
+        effective: Some(ev("sha256:renewed")),
     }
 }
 
 /// `peers[i]` runs `V` with the referenced files of `effective`.
 fn with_effective(mut peers: Vec<Peer>, effective: &[&str]) -> Vec<Peer> {
     for (p, e) in peers.iter_mut().zip(effective) {
-        p.status.as_mut().unwrap().effective = (*e).to_owned();
+        p.status.as_mut().unwrap().effective = Some(ev(e));
     }
     peers
 }
@@ -248,7 +258,7 @@ fn a_failure_of_renewed_files_halts_them_and_not_the_configuration() {
         &["sha256:e1", "sha256:e1"],
     );
     // An old failure of the configuration (applied since) halts nothing.
-    peers[0].status.as_mut().unwrap().failed = Some((V.into(), "old".into()));
+    peers[0].status.as_mut().unwrap().failed = Some((cv(V).into(), "old".into()));
     assert_eq!(
         decide(0, &renewed, &peers, now, &settings()),
         Decision::Apply
@@ -256,7 +266,7 @@ fn a_failure_of_renewed_files_halts_them_and_not_the_configuration() {
     // The canary's proxy failed the renewed files: recorded under their
     // effective version, they halt every slot.
     peers[0].status.as_mut().unwrap().failed = Some((
-        "sha256:renewed".into(),
+        ev("sha256:renewed").into(),
         "reload failed: key does not match".into(),
     ));
     for me in 0..2 {
