@@ -28,9 +28,11 @@
 //! - [`manifests`]: the Kubernetes manifests
 //! - [`ops`]: the alert rules and dashboard, evaluated by a real Prometheus
 //! - [`soak`]: the soak tool in its smoke size
+//! - [`demo`]: `scripts/demo` and `scripts/demo --fleet` leave no process behind
 
 mod admin_limits;
 mod certs;
+mod demo;
 mod edges;
 mod faults;
 mod fleet;
