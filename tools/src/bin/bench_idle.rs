@@ -4,6 +4,10 @@
 //! the idle proxy it serves measured over the same windows (issue 31: on a
 //! plain file the watcher woke on its own reads, about 1.7% of a core).
 //!
+//! As root, also the three idle watchers of a gated fleet together (three
+//! pods in network namespaces, `sluice_tests::fleet`), against their three
+//! proxies: peers poll each other, which an idle fleet still pays for.
+//!
 //! usage: bench_idle [--secs N]   (BENCH lines on stdout, text on stderr;
 //! N seconds of measurement per case, in 4 windows; default 20)
 
@@ -14,6 +18,7 @@ use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_testkit::rig::{AT_ONCE, Rig};
 use sluice_testkit::watcher::Watcher;
+use sluice_tests::fleet::Fleet;
 use sluice_tools::record::{Row, Target};
 
 /// Windows per case: the repetitions of a figure.
@@ -40,6 +45,56 @@ fn main() {
         proxy,
         window,
     );
+    drop(rig);
+
+    if is_root() {
+        let (watchers, proxies) = fleet(window);
+        Row::new(
+            "idle",
+            "3 watchers of a gated fleet, idle, together",
+            "ticks/min",
+            watchers,
+        )
+        .baseline("their 3 idle proxies", proxies)
+        .target(
+            Target::AtMost(1.8),
+            "10 idle watchers under 0.1% of a core, scaled to 3",
+        )
+        .note("3 pods in network namespaces, --peers, stagger 0; utime + stime summed")
+        .emit();
+    } else {
+        eprintln!("the fleet case is skipped: it makes network namespaces, which needs root");
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().nth(1))
+            == Some("0")
+    })
+}
+
+/// The summed ticks per minute of a gated fleet's watchers and proxies.
+fn fleet(window: Duration) -> (Vec<f64>, Vec<f64>) {
+    let fleet = Fleet::start(&AT_ONCE);
+    let pids: Vec<(u32, u32)> = fleet
+        .pods
+        .iter()
+        .filter_map(|pod| Some((pod.watcher.as_ref()?.pid(), pod.proxy.pid())))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let per_minute = 60.0 / window.as_secs_f64();
+    let sum = |pick: fn(&(u32, u32)) -> u32| pids.iter().map(|p| ticks(pick(p))).sum::<u64>();
+    let (mut w, mut p) = (Vec::new(), Vec::new());
+    for _ in 0..WINDOWS {
+        let (w0, p0) = (sum(|p| p.0), sum(|p| p.1));
+        std::thread::sleep(window);
+        w.push((sum(|p| p.0) - w0) as f64 * per_minute);
+        p.push((sum(|p| p.1) - p0) as f64 * per_minute);
+    }
+    (w, p)
 }
 
 /// A proxy, its configuration as a plain file, a watcher on it: the
