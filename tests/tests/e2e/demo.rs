@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
+use sluice_testkit::ports::ports;
 use sluice_testkit::{bin, repo};
 
 /// The processes whose environment holds `SLUICE_DEMO_MARK=<mark>`, with
@@ -45,10 +46,15 @@ fn leftovers_of(args: &[&str]) -> Vec<(u32, String)> {
     let mark = format!("{}-{nanos}", std::process::id());
     let proxy = bin("sluice-proxy");
     let bins = proxy.parent().unwrap_or(Path::new("."));
+    // The local demo's two clusters listen on 127.0.0.1: on ports reserved
+    // here, so no test running beside it takes them.
+    let (orders, payments) = (ports(2), ports(2));
     let out = Command::new("bash")
         .arg(repo().join("scripts/demo"))
         .args(args)
         .env("SLUICE_BIN", bins)
+        .env("SLUICE_DEMO_ORDERS_PORT", orders.to_string())
+        .env("SLUICE_DEMO_PAYMENTS_PORT", payments.to_string())
         .env("SLUICE_DEMO_MARK", &mark)
         .output()
         .expect("run scripts/demo");
