@@ -2,8 +2,9 @@
 //! Secret volume (kubelet swaps the `..data` symlink), or a plain file on a
 //! host (edited in place, renamed over, or deleted and created again).
 //!
-//! The directory is watched, never the file's own inode. Every event only
-//! *pokes* a loop that reads the file and compares a hash of its content with
+//! The directory is watched, never the file's own inode. Every event that
+//! can change content (not an open, a read or a close without a write: the
+//! loop's own reads must not wake it) only *pokes* a loop that reads the file and compares a hash of its content with
 //! the last one: mtimes and event kinds are never trusted for *what* changed.
 //! A rename that lands `..data` (kubelet's atomic swap) or the file itself
 //! (an editor's rename-over) is a commit: the content is whole, so it is
@@ -17,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use notify::event::{ModifyKind, RenameMode};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::{mpsc, watch};
 
@@ -282,6 +283,17 @@ impl Loop {
     }
 }
 
+/// Whether an event of this kind can change what the file holds: writes,
+/// a close after writing, creates, renames, removals and attribute changes
+/// can; an open, a read or a close without a write cannot.
+fn can_change_content(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 /// Starts an inotify watch on `dir` that pokes for events about `name` or
 /// `..data`; `None` when inotify cannot start.
 fn arm(
@@ -296,6 +308,9 @@ fn arm(
         let wake = match event {
             Err(_) => Some(Wake::Rearm),
             Ok(e) if e.need_rescan() => Some(Wake::Poke),
+            // Opens, reads and closes without a write (the loop's own read
+            // among them) change nothing: waking on them would read forever.
+            Ok(e) if !can_change_content(&e.kind) => None,
             Ok(e)
                 if matches!(e.kind, EventKind::Remove(_))
                     && e.paths.iter().any(|p| p == &watched_dir) =>

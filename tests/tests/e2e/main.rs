@@ -28,13 +28,17 @@
 //! - [`manifests`]: the Kubernetes manifests
 //! - [`ops`]: the alert rules and dashboard, evaluated by a real Prometheus
 //! - [`soak`]: the soak tool in its smoke size
+//! - [`lock`]: a stale Cargo.lock fails the test command, saying how to refresh it
+//! - [`demo`]: `scripts/demo` and `scripts/demo --fleet` leave no process behind
 
 mod admin_limits;
 mod certs;
+mod demo;
 mod edges;
 mod faults;
 mod fleet;
 mod gateway;
+mod lock;
 mod manifests;
 mod memory;
 mod ops;

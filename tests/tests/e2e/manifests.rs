@@ -11,6 +11,7 @@ use sluice_testkit::bin;
 use sluice_tests::manifests::{Rendered, render, render_error};
 use sluice_tests::python;
 
+mod mounts;
 mod roots;
 mod self_signed;
 
