@@ -162,11 +162,8 @@ fn emit(
     println!("BENCH {record}");
 }
 
-fn main() {
-    let dir = tempfile::tempdir().expect("dir");
-    let mut volume = Volume::create(dir.path(), "proxy.yaml", b"n: 0\n");
-
-    // Baseline: the same rename seen through inotify directly.
+/// Each swap's time until inotify itself reports the `..data` rename.
+fn baseline(dir: &std::path::Path, volume: &mut Volume) -> Vec<Duration> {
     let (etx, erx) = mpsc::channel();
     let mut raw = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
         if let Ok(e) = e
@@ -176,8 +173,7 @@ fn main() {
         }
     })
     .expect("notify");
-    raw.watch(dir.path(), RecursiveMode::NonRecursive)
-        .expect("watch");
+    raw.watch(dir, RecursiveMode::NonRecursive).expect("watch");
     let mut baseline = Vec::new();
     for i in 0..SWAPS {
         while erx.try_recv().is_ok() {}
@@ -188,10 +184,12 @@ fn main() {
             .expect("inotify event");
         baseline.push(seen - t);
     }
-    drop(raw);
+    baseline
+}
 
-    let (admin, arrivals) = fake_admin();
-    let mut watcher = Command::new(env!("CARGO_BIN_EXE_sluice-watcher"))
+/// The real watcher on `volume`, calling the fake admin API at `admin`.
+fn start_watcher(volume: &Volume, admin: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_sluice-watcher"))
         .arg("--path")
         .arg(volume.path())
         .args([
@@ -207,11 +205,11 @@ fn main() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start sluice-watcher");
-    // Its startup reconcile is the first request.
-    arrivals
-        .recv_timeout(Duration::from_secs(10))
-        .expect("startup reconcile");
+        .expect("start sluice-watcher")
+}
+
+/// Each swap's time until the watcher's first request arrives.
+fn reactions(volume: &mut Volume, arrivals: &mpsc::Receiver<Instant>) -> Vec<Duration> {
     let mut reaction = Vec::new();
     for i in 0..SWAPS {
         while arrivals.try_recv().is_ok() {}
@@ -224,33 +222,62 @@ fn main() {
         // Let the round finish (validate is answered 400) before the next swap.
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = watcher.id();
+    reaction
+}
+
+/// What an idle watcher holds and spends, beside `sleep`'s RSS.
+struct Idle {
+    cpu_ms_per_s: f64,
+    rss: u64,
+    anon: u64,
+    file: u64,
+    sleep_rss: u64,
+}
+
+fn idle(pid: u32) -> Idle {
     std::thread::sleep(Duration::from_secs(2));
     let (cpu0, idle) = (cpu_ns(pid), Duration::from_secs(5));
     std::thread::sleep(idle);
-    let idle_cpu_ms_per_s = (cpu_ns(pid) - cpu0) as f64 / 1e6 / idle.as_secs_f64();
-    let (rss, anon, file) = (
-        status_kb(pid, "VmRSS:"),
-        status_kb(pid, "RssAnon:"),
-        status_kb(pid, "RssFile:"),
-    );
+    let cpu_ms_per_s = (cpu_ns(pid) - cpu0) as f64 / 1e6 / idle.as_secs_f64();
     let mut sleeper = Command::new("sleep").arg("30").spawn().expect("sleep");
     std::thread::sleep(Duration::from_millis(200));
     let sleep_rss = status_kb(sleeper.id(), "VmRSS:");
     let _ = sleeper.kill();
     let _ = sleeper.wait();
+    Idle {
+        cpu_ms_per_s,
+        rss: status_kb(pid, "VmRSS:"),
+        anon: status_kb(pid, "RssAnon:"),
+        file: status_kb(pid, "RssFile:"),
+        sleep_rss,
+    }
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut volume = Volume::create(dir.path(), "proxy.yaml", b"n: 0\n");
+    let mut baseline = baseline(dir.path(), &mut volume);
+    let (admin, arrivals) = fake_admin();
+    let mut watcher = start_watcher(&volume, &admin);
+    // Its startup reconcile is the first request.
+    arrivals
+        .recv_timeout(Duration::from_secs(10))
+        .expect("startup reconcile");
+    let mut reaction = reactions(&mut volume, &arrivals);
+    let idle = idle(watcher.id());
     let _ = watcher.kill();
     let _ = watcher.wait();
+    print_table(&mut baseline, &mut reaction, &idle);
+    emit_figures(&mut baseline, &mut reaction, &idle);
+}
 
-    let (b50, b99) = (
-        percentile(&mut baseline, 0.5),
-        percentile(&mut baseline, 0.99),
-    );
-    let (r50, r99) = (
-        percentile(&mut reaction, 0.5),
-        percentile(&mut reaction, 0.99),
-    );
-    let (rmin, rmax) = (ms(reaction[0]), ms(reaction[SWAPS - 1]));
+fn mb(kb: u64) -> f64 {
+    kb as f64 * 1024.0 / 1e6
+}
+
+fn print_table(baseline: &mut [Duration], reaction: &mut [Duration], idle: &Idle) {
+    let (b50, b99) = (percentile(baseline, 0.5), percentile(baseline, 0.99));
+    let (r50, r99) = (percentile(reaction, 0.5), percentile(reaction, 0.99));
     println!("{:<58} {:>9} {:>9}", "case", "p50", "p99");
     println!(
         "{:<58} {:>6.2} ms {:>6.2} ms",
@@ -266,15 +293,21 @@ fn main() {
         r50.as_secs_f64() / b50.as_secs_f64(),
         r99.as_secs_f64() / b99.as_secs_f64()
     );
-    let mb = |kb: u64| kb as f64 * 1024.0 / 1e6;
     println!(
-        "idle RSS: sluice-watcher {:.1} MB ({:.1} MB anonymous, {:.1} MB file-backed), `sleep` {:.1} MB ({:.1}x); idle CPU: {idle_cpu_ms_per_s:.3} ms per s",
-        mb(rss),
-        mb(anon),
-        mb(file),
-        mb(sleep_rss),
-        rss as f64 / sleep_rss.max(1) as f64,
+        "idle RSS: sluice-watcher {:.1} MB ({:.1} MB anonymous, {:.1} MB file-backed), `sleep` {:.1} MB ({:.1}x); idle CPU: {:.3} ms per s",
+        mb(idle.rss),
+        mb(idle.anon),
+        mb(idle.file),
+        mb(idle.sleep_rss),
+        idle.rss as f64 / idle.sleep_rss.max(1) as f64,
+        idle.cpu_ms_per_s,
     );
+}
+
+fn emit_figures(baseline: &mut [Duration], reaction: &mut [Duration], idle: &Idle) {
+    let (rmin, rmax) = (ms(reaction[0]), ms(reaction[SWAPS - 1]));
+    let (b50, b99) = (percentile(baseline, 0.5), percentile(baseline, 0.99));
+    let (r50, r99) = (percentile(reaction, 0.5), percentile(reaction, 0.99));
     let swaps = format!("{SWAPS} swaps, no stagger");
     let inotify = "inotify event, in process";
     emit(
@@ -295,23 +328,23 @@ fn main() {
     emit(
         "idle RSS",
         "MB",
-        one(mb(rss)),
-        Some(("`sleep` RSS", mb(sleep_rss))),
+        one(mb(idle.rss)),
+        Some(("`sleep` RSS", mb(idle.sleep_rss))),
         Some(4.0),
     );
     emit(
         "idle RSS, anonymous (heap, stacks)",
         "MB",
-        one(mb(anon)),
+        one(mb(idle.anon)),
         None,
         None,
     );
     emit(
         "idle RSS, file-backed (binary and libc pages)",
         "MB",
-        one(mb(file)),
+        one(mb(idle.file)),
         None,
         None,
     );
-    emit("idle CPU", "ms/s", one(idle_cpu_ms_per_s), None, None);
+    emit("idle CPU", "ms/s", one(idle.cpu_ms_per_s), None, None);
 }
