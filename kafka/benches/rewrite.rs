@@ -42,17 +42,7 @@ fn response(records: usize) -> FetchResponse {
 }
 
 fn frame(version: i16, body: &FetchResponse) -> Bytes {
-    let mut b = BytesMut::new();
-    let mut header = ResponseHeader::default();
-    header.correlation_id = 7;
-    header
-        .encode(&mut b, ApiKey::Fetch.response_header_version(version))
-        .expect("header");
-    body.encode(&mut b, version).expect("body");
-    let mut f = BytesMut::with_capacity(4 + b.len());
-    f.put_i32(b.len() as i32);
-    f.put_slice(&b);
-    f.freeze()
+    sluice_kafka::encode::response(ApiKey::Fetch, version, 7, body).expect("frame")
 }
 
 /// What the proxy did before: decode it all, rewrite, encode it all.

@@ -9,7 +9,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeClusterResponse, FetchResponse, FindCoordinatorResponse,
-    MetadataResponse, ProduceResponse, ResponseHeader, describe_cluster_response, fetch_response,
+    MetadataResponse, ProduceResponse, describe_cluster_response, fetch_response,
     find_coordinator_response, metadata_response, produce_response,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
@@ -60,17 +60,7 @@ const UPSTREAM: [(i32, &str, i32); 3] = [
 ];
 
 fn frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
-    let mut header = ResponseHeader::default();
-    header.correlation_id = 42;
-    let mut b = BytesMut::new();
-    header
-        .encode(&mut b, api.response_header_version(version))
-        .unwrap();
-    body.encode(&mut b, version).unwrap();
-    let mut f = BytesMut::new();
-    f.put_i32(b.len() as i32);
-    f.put_slice(&b);
-    f.freeze()
+    sluice_kafka::encode::response(api, version, 42, body).unwrap()
 }
 
 fn req(api: ApiKey, version: i16) -> RequestHeader {

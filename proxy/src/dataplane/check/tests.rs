@@ -6,10 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use sluice_config::model::VirtualCluster;
 use sluice_config::{MemoryFiles, validate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -127,19 +125,13 @@ async fn a_broker_that_hangs_up_after_api_versions_requires_sasl() {
         let mut request = vec![0; usize::try_from(len).unwrap()];
         s.read_exact(&mut request).await.unwrap();
         let correlation = i32::from_be_bytes(request[4..8].try_into().unwrap());
-        let mut header = ResponseHeader::default();
-        header.correlation_id = correlation;
         let mut answer = ApiVersionsResponse::default();
         let mut metadata = ApiVersion::default();
         metadata.api_key = ApiKey::Metadata as i16;
         metadata.max_version = 12;
         answer.api_keys.push(metadata);
-        let mut body = BytesMut::new();
-        header.encode(&mut body, 0).unwrap();
-        answer.encode(&mut body, 0).unwrap();
-        let mut frame = BytesMut::new();
-        frame.put_i32(i32::try_from(body.len()).unwrap());
-        frame.put_slice(&body);
+        let frame =
+            sluice_kafka::encode::response(ApiKey::ApiVersions, 0, correlation, &answer).unwrap();
         s.write_all(&frame).await.unwrap();
         let _ = s.read_i32().await;
     });
