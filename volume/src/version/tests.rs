@@ -94,8 +94,11 @@ fn a_repeated_effective_version_is_cheap() {
     assert!(warm * 10 < cold, "cold {cold:?}, warm {warm:?}");
 }
 
+/// The figure in `docs/security.md`:
+/// `cargo test --release -p sluice-volume measure -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement"]
+#[allow(clippy::print_stderr, reason = "the measurement is the output")]
 fn measure_one_stretch() {
     let config = config_version(b"measure");
     let start = Instant::now();
