@@ -13,6 +13,7 @@ use sluice_tests::python;
 
 mod roots;
 mod self_signed;
+mod webhook_policy;
 
 const OVERLAYS: [(&str, Option<&str>); 4] = [
     ("cert-manager", None),
@@ -389,7 +390,8 @@ fn every_container_is_hardened_and_bounded() {
             }
         }
         assert_eq!(r.kind("PodDisruptionBudget").len(), 2, "{name}");
-        assert_eq!(r.kind("NetworkPolicy").len(), 1, "{name}");
+        assert_eq!(r.kind("NetworkPolicy").len(), 2, "{name}");
+        webhook_policy::admits_its_port_only(name, &r);
         let role = r.get("Role", "sluice-proxy-events");
         assert_eq!(
             role["rules"],
