@@ -229,4 +229,6 @@ fn humanize(d: Duration) -> String {
 }
 
 #[cfg(test)]
+pub(crate) mod hostile;
+#[cfg(test)]
 mod tests;

@@ -23,6 +23,7 @@ mod plan;
 mod report;
 mod slot;
 
+pub(crate) use outcome::MAX_REASON_CHARS;
 pub use outcome::{Preconditions, ReloadOutcome};
 use slot::Slot;
 

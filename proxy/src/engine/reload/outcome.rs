@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use sluice_admin_api::UpstreamCheckFailure;
+use sluice_admin_api::{MAX_ECHO_CHARS, UpstreamCheckFailure, echoed, echoed_within};
 
 use crate::config::{Changes, ConfigProblem, ConfigVersion, EffectiveVersion};
 use crate::dataplane::check::CheckFailed;
@@ -83,13 +83,20 @@ pub enum ReloadOutcome {
     },
 }
 
-/// The outcome of a failed upstream check: final for the version.
+/// The most characters of a failed reload's reason: one cause per
+/// bootstrap server of every cluster checked, each escaped and cut alone.
+pub(crate) const MAX_REASON_CHARS: usize = 4 * MAX_ECHO_CHARS;
+
+/// The outcome of a failed upstream check: final for the version. Causes
+/// may carry a broker's or a certificate's words: escaped and cut here, so
+/// the answer, status and the log all echo the same harmless text.
 pub(super) fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) -> ReloadOutcome {
     let reason = failed
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
+    let reason = echoed_within(&reason, MAX_REASON_CHARS);
     let upstream = failed
         .into_iter()
         .flat_map(|f| {
@@ -99,7 +106,7 @@ pub(super) fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) 
                 .map(move |(address, cause)| UpstreamCheckFailure {
                     cluster: cluster.clone(),
                     address,
-                    cause: cause.to_string(),
+                    cause: echoed(&cause.to_string()),
                 })
         })
         .collect();
