@@ -74,7 +74,7 @@ fn without_a_token_each_guess_costs_a_stretch() {
             // This one this process computed already, to publish it.
             found = Some(word);
         } else {
-            assert!(cost >= Duration::from_millis(20), "a guess took {cost:?}");
+            assert!(cost >= Duration::from_millis(5), "a guess took {cost:?}");
         }
     }
     assert_eq!(found, Some("hunter2"));
