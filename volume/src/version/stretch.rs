@@ -11,8 +11,9 @@ use ring::pbkdf2;
 use sluice_admin_api::ConfigVersion;
 
 /// PBKDF2 rounds per file digest. Measured in `docs/security.md` (`##
-/// Versions`): about 0.1 s per guess on one core of the test machine
-/// (release build); the fleet pays it once per new file content.
+/// Versions`): about 35 ms per guess on one core of the test machine
+/// (release build); the fleet pays it once per new file content and
+/// configuration, each process caching what it computed.
 pub const STRETCH_ITERATIONS: u32 = 100_000;
 
 /// Cached stretches before the cache is emptied: far more than the files
