@@ -18,11 +18,13 @@
 //! - [`probes`]: `GET /admin/health` and `GET /admin/ready`
 //! - [`version`]: configuration, effective and attempted versions, parsed once
 //! - [`error`]: the error body of every other failure, and reading answers back
+//! - [`echo`]: text from the network or a file, escaped and cut before it is echoed
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod changes;
 pub mod clusters;
+pub mod echo;
 pub mod endpoints;
 pub mod error;
 pub mod probes;
@@ -34,6 +36,7 @@ pub mod version;
 
 pub use changes::{Changes, ModifiedCluster};
 pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus, SniNames};
+pub use echo::{MAX_ECHO_CHARS, echoed, echoed_within};
 pub use error::{ErrorBody, Refused};
 pub use probes::{Health, HealthStatus, Readiness};
 pub use problem::ConfigProblem;

@@ -43,6 +43,11 @@ pub mod validate;
 pub use reload::{Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
+/// The most characters of a failed reload's reason (in answers, status and
+/// logs): one cause per bootstrap server of every cluster checked, each
+/// escaped and cut alone.
+pub(crate) const MAX_REASON_CHARS: usize = 4 * sluice_admin_api::MAX_ECHO_CHARS;
+
 /// Writes an applied configuration somewhere a restart finds it (`run
 /// --persist` gives one). Called with the exact bytes of every applied
 /// reload, inside the reload (so two reloads never persist out of order).

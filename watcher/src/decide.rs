@@ -10,7 +10,7 @@
 
 use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion};
 
-use crate::fleet::gate::Target;
+use crate::target::Target;
 
 /// What woke the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

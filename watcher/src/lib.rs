@@ -5,6 +5,7 @@
 //! - `volume`: watching one file for new content, from `sluice-volume`
 //!   (shared with the webhook, which picks up rotated certificates with it)
 //! - [`schedule`]: this pod's slot and delay
+//! - [`target`]: what a rollout is of (shared by the decider and the gate)
 //! - [`fleet`]: slots by rank among peers, the canary gate, `fleet` view
 //! - [`heartbeat`]: liveness of the loop (a wait at the gate counts)
 //! - [`client`]: the proxy's admin API
@@ -37,6 +38,7 @@ pub mod referenced;
 pub mod retry;
 pub mod run;
 pub mod schedule;
+pub mod target;
 pub mod token;
 /// Watching one file for new content (the shared leaf crate).
 pub use sluice_volume::watch as volume;

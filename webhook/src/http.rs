@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use crate::decide::{Decision, Policy};
 use crate::metrics::Metrics;
@@ -30,6 +31,20 @@ pub use error::ApiError;
 /// escaping, metadata, managedFields).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Reviews read and judged at once. Each may buffer [`MAX_BODY_BYTES`] and
+/// then parse it (the review's JSON, the configuration's YAML): about 20 MiB
+/// at its peak for a review of two 1 MiB ConfigMaps. Four of them stay well
+/// under the 128 Mi limit the manifests give the webhook: with
+/// `failurePolicy: Fail` an OOM kill would block every labelled ConfigMap,
+/// so a burst beyond the cap is refused instead (see [`QUEUE_WAIT`]).
+pub const MAX_REVIEWS: usize = 4;
+
+/// How long a review waits for one of the [`MAX_REVIEWS`] slots before it
+/// is answered 429 (with `Retry-After`): long enough to smooth a burst of
+/// quick reviews, short against the API server's 5 s timeout, so slow
+/// clients holding every slot get a fast refusal, never a queue.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(1);
+
 /// What every handler needs.
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -41,6 +56,16 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// How long a request body may take to arrive.
     pub body_timeout: Duration,
+    /// The [`MAX_REVIEWS`] slots: one is held from before the body is read
+    /// until the review is judged.
+    pub reviews: Arc<Semaphore>,
+}
+
+impl AppState {
+    /// The slots for reviews at once: [`MAX_REVIEWS`].
+    pub fn review_slots() -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(MAX_REVIEWS))
+    }
 }
 
 /// The routes of the HTTPS port.
@@ -84,6 +109,10 @@ async fn admit(
     body: Body,
 ) -> Result<(review::AdmissionAnswer, Decision), ApiError> {
     check_content_type(headers)?;
+    let _slot = tokio::time::timeout(QUEUE_WAIT, Arc::clone(&s.reviews).acquire_owned())
+        .await
+        .map_err(|_| ApiError::Busy)?
+        .map_err(|_| ApiError::Busy)?;
     let bytes = read_body(body, s.body_timeout).await?;
     let policy = Arc::clone(&s.policy);
     // Parsing up to 3 MiB and validating up to 1 MiB is CPU work, and file

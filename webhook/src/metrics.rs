@@ -46,7 +46,7 @@ impl Metrics {
             "AdmissionReviews answered, by result: allowed (valid configuration), denied \
              (invalid or missing configuration), skipped (not a ConfigMap, DELETE, CONNECT), \
              malformed (HTTP 4xx: not a v1 AdmissionReview, wrong content type, too large), \
-             error (HTTP 500)",
+             busy (HTTP 429: every review slot taken), error (HTTP 500)",
             admissions.clone(),
         );
         // 0.5 ms to ~4 s: a 1 MiB configuration validates in milliseconds;

@@ -191,6 +191,7 @@ impl Webhook {
             metrics,
             ready: Arc::new(AtomicBool::new(false)),
             body_timeout: options.read_timeout,
+            reviews: AppState::review_slots(),
         };
         let (https, https_addr) = bind(options.listen).await?;
         let plain = match options.metrics_listen {

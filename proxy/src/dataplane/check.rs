@@ -231,4 +231,6 @@ fn humanize(d: Duration) -> String {
 }
 
 #[cfg(test)]
+pub(crate) mod hostile;
+#[cfg(test)]
 mod tests;

@@ -63,7 +63,11 @@ pub(super) fn upstreams(config: &ProxyConfig, changes: &Changes) -> Result<(), V
                 "upstream check ended after ApiVersions: the broker closed the connection at Metadata, so it requires SASL authentication; without upstream.sasl or upstream.nodes, clients whose first connection is to a broker port fail"
             ),
             Err(failed) => {
-                tracing::warn!(cluster = %cluster.name, error = %failed, "upstream check failed");
+                let error = sluice_admin_api::echoed_within(
+                    &failed.to_string(),
+                    crate::engine::MAX_REASON_CHARS,
+                );
+                tracing::warn!(cluster = %cluster.name, %error, "upstream check failed");
                 failures.push(failed);
             }
         }

@@ -8,9 +8,10 @@ use std::time::{Duration, SystemTime};
 use sluice_admin_api::{
     AttemptedVersion, ClusterState, ClusterStatus, Clusters, ConfigStatus, DrainingStatus,
     FailedCluster, FailedVersion, FailureStage, ReloadAttempt, ReloadStatus, SniNames,
-    ValidationAttempt, ValidationStatus,
+    ValidationAttempt, ValidationStatus, echoed_within,
 };
 
+use super::MAX_REASON_CHARS;
 use super::{Engine, Generation, rfc3339};
 use crate::config::model::VirtualCluster;
 
@@ -136,7 +137,9 @@ impl Engine {
             clusters_modified: touched.modified,
             clusters_added: touched.added,
             clusters_removed: touched.removed,
-            error,
+            // Status is read without a token: whatever the error quotes is
+            // escaped and cut (again: already so from a reload's outcome).
+            error: error.map(|e| echoed_within(&e, MAX_REASON_CHARS)),
         });
     }
 
@@ -150,7 +153,7 @@ impl Engine {
         self.attempts().failed = Some(FailedVersion {
             version,
             stage,
-            reason,
+            reason: echoed_within(&reason, MAX_REASON_CHARS),
             timestamp: rfc3339(SystemTime::now()),
         });
     }

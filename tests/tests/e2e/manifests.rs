@@ -14,6 +14,7 @@ use sluice_tests::python;
 mod mounts;
 mod roots;
 mod self_signed;
+mod webhook_policy;
 
 const OVERLAYS: [(&str, Option<&str>); 4] = [
     ("cert-manager", None),
@@ -390,7 +391,8 @@ fn every_container_is_hardened_and_bounded() {
             }
         }
         assert_eq!(r.kind("PodDisruptionBudget").len(), 2, "{name}");
-        assert_eq!(r.kind("NetworkPolicy").len(), 1, "{name}");
+        assert_eq!(r.kind("NetworkPolicy").len(), 2, "{name}");
+        webhook_policy::admits_its_port_only(name, &r);
         let role = r.get("Role", "sluice-proxy-events");
         assert_eq!(
             role["rules"],

@@ -12,6 +12,7 @@
 //! - `hostile`: stalled headers and bodies, oversized headers
 
 mod admission;
+mod crowd;
 mod files;
 mod harness;
 mod hostile;

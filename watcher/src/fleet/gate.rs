@@ -18,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+pub use crate::target::Target;
 use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion};
 
 /// The gate's settings.
@@ -28,39 +29,6 @@ pub struct Settings {
     pub canary_soak: Duration,
     /// How long a peer may be silent before it is left out.
     pub peer_timeout: Duration,
-}
-
-/// What a rollout is of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The configuration's version (`sha256:` of its bytes).
-    pub config: ConfigVersion,
-    /// The effective version (the configuration and the contents of every
-    /// file it references), when the rollout is of referenced files that
-    /// changed under the configuration in force; `None` for a new
-    /// configuration, whose referenced files are known only once validated.
-    pub effective: Option<EffectiveVersion>,
-}
-
-impl Target {
-    /// A new configuration.
-    pub fn config(version: &ConfigVersion) -> Target {
-        Target {
-            config: version.clone(),
-            effective: None,
-        }
-    }
-
-    /// The version a failure of it is recorded under, by the proxy that
-    /// failed it and by this watcher: the effective version for a change of
-    /// referenced files only (the proxy never pins that on the
-    /// configuration in force), else the configuration's.
-    pub fn id(&self) -> AttemptedVersion {
-        match &self.effective {
-            Some(e) => e.clone().into(),
-            None => self.config.clone().into(),
-        }
-    }
 }
 
 /// What this watcher knows of one peer (its own pod included).

@@ -29,6 +29,10 @@ pub enum ApiError {
     /// The body is not a v1 AdmissionReview (400).
     #[error(transparent)]
     Review(#[from] ReviewError),
+    /// Every review slot is taken (429, `Retry-After: 1`): the webhook
+    /// refuses rather than buffer past its memory limit.
+    #[error("too many reviews at once; retry")]
+    Busy,
     /// A bug; the detail goes to the log only (500).
     #[error("internal error")]
     Internal(String),
@@ -42,6 +46,7 @@ impl ApiError {
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::BodyRead(_) | ApiError::Review(_) => StatusCode::BAD_REQUEST,
+            ApiError::Busy => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -50,6 +55,7 @@ impl ApiError {
     pub fn result(&self) -> &'static str {
         match self {
             ApiError::Internal(_) => "error",
+            ApiError::Busy => "busy",
             _ => "malformed",
         }
     }
@@ -59,6 +65,16 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(detail) = &self {
             tracing::error!(%detail, "admission failed");
+        }
+        if let ApiError::Busy = &self {
+            tracing::warn!("every review slot is taken; refused");
+            let retry = [(axum::http::header::RETRY_AFTER, "1")];
+            return (
+                self.status(),
+                retry,
+                Json(json!({ "error": self.to_string() })),
+            )
+                .into_response();
         }
         (self.status(), Json(json!({ "error": self.to_string() }))).into_response()
     }

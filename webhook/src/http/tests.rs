@@ -20,6 +20,7 @@ fn state() -> AppState {
         metrics: Arc::new(Metrics::new()),
         ready: Arc::new(AtomicBool::new(true)),
         body_timeout: Duration::from_secs(5),
+        reviews: AppState::review_slots(),
     }
 }
 
@@ -159,6 +160,33 @@ async fn a_body_that_does_not_arrive_gets_408() {
     let (status, v) = call(&s, post(Some("application/json"), Body::new(Silent))).await;
     assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
     assert_eq!(v["error"], "request body was not received within 3s");
+}
+
+/// Finding 6: slow clients holding every slot do not queue more bodies;
+/// the next review is refused at once (after [`QUEUE_WAIT`]) with 429.
+#[tokio::test(start_paused = true)]
+async fn reviews_beyond_the_cap_get_429_without_waiting_for_the_slow_ones() {
+    let mut s = state();
+    s.body_timeout = Duration::from_secs(30);
+    let mut slow = Vec::new();
+    for _ in 0..MAX_REVIEWS {
+        let s = s.clone();
+        slow.push(tokio::spawn(async move {
+            call(&s, post(Some("application/json"), Body::new(Silent))).await
+        }));
+    }
+    tokio::task::yield_now().await;
+    let started = tokio::time::Instant::now();
+    let (status, v) = call(&s, post(Some("application/json"), review().to_string())).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(v["error"], "too many reviews at once; retry");
+    assert_eq!(started.elapsed(), QUEUE_WAIT);
+    for task in slow {
+        assert_eq!(task.await.unwrap().0, StatusCode::REQUEST_TIMEOUT);
+    }
+    // The slots are free again.
+    let (status, _) = call(&s, post(Some("application/json"), review().to_string())).await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]

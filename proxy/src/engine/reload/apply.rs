@@ -30,9 +30,11 @@ struct Made<'a> {
     rotations: Vec<(&'a VirtualCluster, Tls)>,
 }
 
+/// Preparing failed: `reason` may quote a file or the system's words,
+/// escaped and cut as every echoed text.
 fn failed(reason: String, current: &ValidConfig) -> ReloadOutcome {
     ReloadOutcome::Failed {
-        reason,
+        reason: sluice_admin_api::echoed_within(&reason, crate::engine::MAX_REASON_CHARS),
         current: current.version.clone(),
         upstream: Vec::new(),
     }

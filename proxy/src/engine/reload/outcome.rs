@@ -2,7 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use sluice_admin_api::UpstreamCheckFailure;
+use sluice_admin_api::{UpstreamCheckFailure, echoed, echoed_within};
+
+use crate::engine::MAX_REASON_CHARS;
 
 use crate::config::{Changes, ConfigProblem, ConfigVersion, EffectiveVersion};
 use crate::dataplane::check::CheckFailed;
@@ -83,13 +85,16 @@ pub enum ReloadOutcome {
     },
 }
 
-/// The outcome of a failed upstream check: final for the version.
+/// The outcome of a failed upstream check: final for the version. Causes
+/// may carry a broker's or a certificate's words: escaped and cut here, so
+/// the answer, status and the log all echo the same harmless text.
 pub(super) fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) -> ReloadOutcome {
     let reason = failed
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
+    let reason = echoed_within(&reason, MAX_REASON_CHARS);
     let upstream = failed
         .into_iter()
         .flat_map(|f| {
@@ -99,7 +104,7 @@ pub(super) fn upstream_failed(failed: Vec<CheckFailed>, current: ConfigVersion) 
                 .map(move |(address, cause)| UpstreamCheckFailure {
                     cluster: cluster.clone(),
                     address,
-                    cause: cause.to_string(),
+                    cause: echoed(&cause.to_string()),
                 })
         })
         .collect();
