@@ -65,6 +65,7 @@ struct Families {
     connections_closed_on_error: Family<ReasonLabels, Counter>,
     unknown_nodes: Family<ClusterLabel, Counter>,
     drained: Family<ResultLabels, Counter>,
+    broker_lookups: Family<ResultLabels, Counter>,
     sni_unrouted: Family<UnroutedLabel, Counter>,
 }
 
@@ -251,6 +252,13 @@ impl ClusterMetrics {
         }
     }
 
+    /// Counts a broker lookup (`result`: ok, failed, cached_failure, shared).
+    pub(crate) fn broker_lookup(&self, result: &'static str) {
+        let cluster = self.name.clone();
+        let label = ResultLabels { cluster, result };
+        self.families.broker_lookups.get_or_create(&label).inc();
+    }
+
     /// Counts a request of `api`.
     pub fn request(&self, api: &str) {
         self.families.requests.get_or_create(&self.api(api)).inc();
@@ -362,6 +370,11 @@ impl Families {
             "drained_connections",
             "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
             self.drained.clone(),
+        );
+        r.register(
+            "broker_lookups",
+            "The proxy's own lookups of a cluster's brokers, for connections to broker ports of nodes it does not know yet (result: ok, failed, cached_failure: failed at once from a failure remembered for 1 s, shared: the outcome of another connection's lookup in flight)",
+            self.broker_lookups.clone(),
         );
         r.register(
             "sni_unrouted_connections",
