@@ -187,6 +187,8 @@ impl ClusterRuntime {
             .tls
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = tls;
+        // A failure remembered was with the old material.
+        self.lookups.forget();
     }
 
     /// Starts from what an earlier generation learned about the same

@@ -129,6 +129,12 @@ impl Memory {
         change
     }
 
+    /// Forgets the last outcome (new credentials or TLS material): the next
+    /// connection that needs a lookup makes one. A flight in flight stays.
+    pub(crate) fn forget(&mut self) {
+        self.last = None;
+    }
+
     /// `flight` ended without an outcome (its connection went away): the
     /// next to decide looks up.
     pub(crate) fn abandon(&mut self, flight: u64) {

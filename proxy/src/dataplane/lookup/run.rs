@@ -12,6 +12,11 @@ impl Lookups {
         self.memory.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Forgets the last outcome: see [`Memory::forget`].
+    pub(crate) fn forget(&self) {
+        self.memory().forget();
+    }
+
     /// The outcome of a lookup for a connection of cluster `name`: `lookup`
     /// runs only when no other is in flight and none ended less than
     /// [`FAILURE_MEMORY`] ago. Counted in `sluice_broker_lookups_total`;

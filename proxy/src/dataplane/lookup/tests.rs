@@ -33,6 +33,11 @@ fn a_failure_is_remembered_for_a_second_then_looked_up_again() {
         m.decide(almost),
         Decision::Remembered(Err(failure("refused")))
     );
+    m.forget();
+    let Decision::Lead(forgotten) = m.decide(almost) else {
+        panic!("forgotten: looked up again at once")
+    };
+    m.finish(forgotten, t0, Err(failure("refused")));
     let Decision::Lead(again) = m.decide(t0 + FAILURE_MEMORY) else {
         panic!("looked up again once the memory expired")
     };
