@@ -14,7 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::budget::Budget;
-use crate::config::model::DEFAULT_MAX_BUFFERED_BYTES;
 
 /// `cluster` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -118,7 +117,7 @@ impl Metrics {
         let families = Families::default();
         let mut r = Registry::with_prefix("sluice");
         families.register(&mut r);
-        let budget = register_budget(&mut r);
+        let budget = crate::budget::register(&mut r);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
@@ -386,25 +385,4 @@ impl Families {
                 .get_or_create_owned(&UnroutedLabel { reason });
         }
     }
-}
-
-/// Registers the buffer budget's gauges in `r`; the budget they report.
-fn register_budget(r: &mut Registry) -> Budget {
-    let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
-    r.register(
-            "buffered_bytes",
-            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
-            used.clone(),
-        );
-    r.register(
-            "max_buffered_bytes",
-            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
-            limit.clone(),
-        );
-    r.register(
-        "buffered_reads_paused",
-        "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
-        paused.clone(),
-    );
-    Budget::new(DEFAULT_MAX_BUFFERED_BYTES, used, limit, paused)
 }
