@@ -211,6 +211,32 @@ impl Drop for Charge {
     }
 }
 
+/// Registers the buffer budget's gauges in `r`; the budget they report.
+pub(crate) fn register(r: &mut prometheus_client::registry::Registry) -> Budget {
+    let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
+    r.register(
+            "buffered_bytes",
+            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
+            used.clone(),
+        );
+    r.register(
+            "max_buffered_bytes",
+            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
+            limit.clone(),
+        );
+    r.register(
+        "buffered_reads_paused",
+        "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
+        paused.clone(),
+    );
+    Budget::new(
+        crate::config::model::DEFAULT_MAX_BUFFERED_BYTES,
+        used,
+        limit,
+        paused,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

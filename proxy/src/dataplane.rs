@@ -29,6 +29,7 @@ pub(crate) mod connection;
 mod direction;
 mod inflight;
 pub(crate) mod listener;
+mod lookup;
 mod patience;
 mod pool;
 mod requests;

@@ -14,7 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::budget::Budget;
-use crate::config::model::DEFAULT_MAX_BUFFERED_BYTES;
 
 /// `cluster` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -65,6 +64,7 @@ struct Families {
     connections_closed_on_error: Family<ReasonLabels, Counter>,
     unknown_nodes: Family<ClusterLabel, Counter>,
     drained: Family<ResultLabels, Counter>,
+    broker_lookups: Family<ResultLabels, Counter>,
     sni_unrouted: Family<UnroutedLabel, Counter>,
 }
 
@@ -117,7 +117,7 @@ impl Metrics {
         let families = Families::default();
         let mut r = Registry::with_prefix("sluice");
         families.register(&mut r);
-        let budget = register_budget(&mut r);
+        let budget = crate::budget::register(&mut r);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
@@ -251,6 +251,13 @@ impl ClusterMetrics {
         }
     }
 
+    /// Counts a broker lookup (`result`: ok, failed, cached_failure, shared).
+    pub(crate) fn broker_lookup(&self, result: &'static str) {
+        let cluster = self.name.clone();
+        let label = ResultLabels { cluster, result };
+        self.families.broker_lookups.get_or_create(&label).inc();
+    }
+
     /// Counts a request of `api`.
     pub fn request(&self, api: &str) {
         self.families.requests.get_or_create(&self.api(api)).inc();
@@ -364,6 +371,11 @@ impl Families {
             self.drained.clone(),
         );
         r.register(
+            "broker_lookups",
+            "The proxy's own lookups of a cluster's brokers, for connections to broker ports of nodes it does not know yet (result: ok, failed, cached_failure: failed at once from a failure remembered for 1 s, shared: the outcome of another connection's lookup in flight)",
+            self.broker_lookups.clone(),
+        );
+        r.register(
             "sni_unrouted_connections",
             "Connections on an SNI port closed because no cluster has their TLS server name (reason: unknown, missing: none sent or not TLS)",
             self.sni_unrouted.clone(),
@@ -373,25 +385,4 @@ impl Families {
                 .get_or_create_owned(&UnroutedLabel { reason });
         }
     }
-}
-
-/// Registers the buffer budget's gauges in `r`; the budget they report.
-fn register_budget(r: &mut Registry) -> Budget {
-    let (used, limit, paused) = (Gauge::default(), Gauge::default(), Counter::default());
-    r.register(
-            "buffered_bytes",
-            "Bytes the data plane holds for frames now: read buffers of busy connections, frames held whole, the proxy's own answers",
-            used.clone(),
-        );
-    r.register(
-            "max_buffered_bytes",
-            "limits.maxBufferedBytes: at this many buffered bytes, connections stop reading until memory is released",
-            limit.clone(),
-        );
-    r.register(
-        "buffered_reads_paused",
-        "Reads that waited for buffered bytes to be released (limits.maxBufferedBytes reached)",
-        paused.clone(),
-    );
-    Budget::new(DEFAULT_MAX_BUFFERED_BYTES, used, limit, paused)
 }

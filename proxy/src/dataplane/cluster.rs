@@ -13,6 +13,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::lookup::Lookups;
 use super::tls::{self, TlsError};
 use crate::budget::Budget;
 use crate::config::model::{Routing, VirtualCluster};
@@ -81,6 +82,9 @@ pub(crate) struct ClusterRuntime {
     /// versions are capped in ApiVersions.
     decoded: HashSet<i16>,
     nodes: RwLock<HashMap<i32, NodeAddr>>,
+    /// The proxy's own lookups of the brokers: one in flight, failures
+    /// remembered for a second.
+    pub(crate) lookups: Lookups,
     warned: Mutex<HashSet<i32>>,
     /// Connections open in this generation (the limit counts the cluster's,
     /// across generations: `metrics.connections_active`).
@@ -136,6 +140,7 @@ impl ClusterRuntime {
             tls: RwLock::new(tls),
             decoded,
             nodes: RwLock::new(HashMap::new()),
+            lookups: Lookups::default(),
             warned: Mutex::new(HashSet::new()),
             active: AtomicUsize::new(0),
             next_bootstrap: AtomicUsize::new(0),
@@ -182,6 +187,8 @@ impl ClusterRuntime {
             .tls
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = tls;
+        // A failure remembered was with the old material.
+        self.lookups.forget();
     }
 
     /// Starts from what an earlier generation learned about the same

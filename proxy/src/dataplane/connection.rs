@@ -97,6 +97,10 @@ pub(crate) async fn serve(
                     ConnError::Io(_) | ConnError::ClosedMidFrame => {
                         tracing::debug!(error = %e, "connection ended")
                     }
+                    // Said once per cause by the lookup itself.
+                    ConnError::Upstream(upstream::UpstreamError::Lookup { .. }) => {
+                        tracing::debug!(error = %e, "connection closed")
+                    }
                     ConnError::Upstream(ref u) if u.is_auth() => {
                         tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
                     }

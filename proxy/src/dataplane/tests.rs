@@ -7,6 +7,7 @@
 //! - `memory`: idle connections hold nothing; the process-wide budget
 //! - `routing`: per-cluster connection limits, learned addresses
 //! - `faults`: what still closes a connection
+//! - `lookups`: failing broker lookups do not amplify
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use crate::metrics::Metrics;
 
 mod backpressure;
 mod faults;
+mod lookups;
 mod memory;
 mod routing;
 mod streaming;

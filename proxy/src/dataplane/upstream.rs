@@ -3,6 +3,7 @@
 //! brokers exist (for a client that connects straight to a broker port
 //! before any bootstrap).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustls_pki_types::ServerName;
@@ -11,6 +12,7 @@ use tokio::net::TcpStream;
 
 use super::client::{Step, hung_up, metadata, metadata_version};
 use super::cluster::{ClusterRuntime, NodeAddr};
+use super::lookup::{Failure, Outcome, Via};
 use super::sasl::{SaslError, authenticate};
 use super::stream::Stream;
 use crate::config::sasl::SaslMechanism;
@@ -53,6 +55,17 @@ pub(crate) enum UpstreamError {
     /// The proxy's own metadata request failed.
     #[error("metadata lookup: {0}")]
     Metadata(String),
+    /// The broker lookup failed: this connection's, the one in flight it
+    /// awaited, or one remembered (see `lookup`, which logs each cause once).
+    #[error("broker lookup ({via}): {cause}")]
+    Lookup {
+        /// How this connection came by the failure.
+        via: &'static str,
+        /// Why the lookup failed.
+        cause: Arc<str>,
+        /// The upstream refused the proxy for want of authentication.
+        auth: bool,
+    },
     /// The node is not in the upstream cluster's metadata.
     #[error("node {0} is not in the upstream cluster's metadata")]
     UnknownNode(i32),
@@ -92,7 +105,9 @@ impl UpstreamError {
     pub(crate) fn is_auth(&self) -> bool {
         matches!(
             self,
-            UpstreamError::AuthRequired { .. } | UpstreamError::Auth { .. }
+            UpstreamError::AuthRequired { .. }
+                | UpstreamError::Auth { .. }
+                | UpstreamError::Lookup { auth: true, .. }
         )
     }
 }
@@ -208,11 +223,38 @@ pub(crate) async fn node_address(
             })
             .ok_or(UpstreamError::UnlistedNode(id));
     }
-    let learned = tokio::time::timeout(METADATA_TIMEOUT, fetch_brokers(cluster))
-        .await
-        .map_err(|_| UpstreamError::Metadata("timed out".into()))??;
-    cluster.learn(&learned);
-    cluster.node(id).ok_or(UpstreamError::UnknownNode(id))
+    let lookups = &cluster.lookups;
+    let (via, outcome) = lookups
+        .once(cluster.name(), &cluster.metrics, || look_up(cluster))
+        .await;
+    match outcome {
+        Ok(()) => cluster.node(id).ok_or(UpstreamError::UnknownNode(id)),
+        Err(Failure { cause, auth }) => Err(UpstreamError::Lookup {
+            via: match via {
+                Via::Own => "this connection's",
+                Via::Shared => "shared with other connections",
+                Via::Remembered => "remembered, not retried yet",
+            },
+            cause,
+            auth,
+        }),
+    }
+}
+
+/// Asks the upstream cluster for its brokers and learns them.
+async fn look_up(cluster: &ClusterRuntime) -> Outcome {
+    let error = match tokio::time::timeout(METADATA_TIMEOUT, fetch_brokers(cluster)).await {
+        Ok(Ok(learned)) => {
+            cluster.learn(&learned);
+            return Ok(());
+        }
+        Ok(Err(e)) => e,
+        Err(_) => UpstreamError::Metadata("timed out".into()),
+    };
+    Err(Failure {
+        cause: error.to_string().into(),
+        auth: error.is_auth(),
+    })
 }
 
 /// Asks a bootstrap server for the cluster's brokers.
