@@ -96,3 +96,38 @@ fn client_config(path: &Path) -> Result<rustls::ClientConfig, ProxyCaError> {
         .with_root_certificates(roots)
         .with_no_client_auth())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_for_dns_peers_follows_the_proxy_url_or_a_ca() {
+        assert_eq!(ProxyTls::default().scheme(), "http");
+        let plain = ProxyTls::new("http://127.0.0.1:9190", None).expect("no CA");
+        assert_eq!(plain.scheme(), "http");
+        let https = ProxyTls::new("https://127.0.0.1:9190", None).expect("no CA");
+        assert_eq!(https.scheme(), "https");
+    }
+
+    #[test]
+    fn a_ca_file_must_hold_a_pem_certificate() {
+        let dir = tempfile::tempdir().expect("dir");
+        let missing = dir.path().join("missing.pem");
+        let e = ProxyTls::new("https://a:1", Some(&missing)).unwrap_err();
+        assert!(matches!(e, ProxyCaError::Read { .. }), "{e}");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "no PEM here\n").expect("write");
+        let e = ProxyTls::new("https://a:1", Some(&empty)).unwrap_err();
+        assert!(
+            e.to_string().contains("no usable PEM CA certificate"),
+            "{e}"
+        );
+        let ca = dir.path().join("ca.pem");
+        let pem = sluice_testkit::certs::Ca::new("admin CA").pem;
+        std::fs::write(&ca, pem).expect("write");
+        let tls = ProxyTls::new("", Some(&ca)).expect("a CA");
+        assert_eq!(tls.scheme(), "https");
+        assert!(tls.client.is_some());
+    }
+}
