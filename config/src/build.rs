@@ -11,7 +11,7 @@ use super::model::{
     MIN_MAX_BUFFERED_BYTES, ProxyConfig, ProxyLimits, StartupPolicy,
 };
 use super::read::{Cx, Fields, integer, string};
-use super::tls::{Loaded, read_file};
+use super::tls::{Loaded, admin_tls, read_file};
 use super::types::{parse_duration, parse_listen};
 use super::yaml::Node;
 
@@ -28,7 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "limits",
     "virtualClusters",
 ];
-const ADMIN_KEYS: &[&str] = &["listen", "tokenFile"];
+const ADMIN_KEYS: &[&str] = &["listen", "tokenFile", "tls"];
 const LIMITS_KEYS: &[&str] = &["maxBufferedBytes"];
 /// Builds the whole configuration from the document's root.
 pub(crate) fn proxy_config(cx: &mut Cx<'_>, root: &Node) -> Option<ProxyConfig> {
@@ -82,6 +82,7 @@ fn default_admin(cx: &mut Cx<'_>) -> Admin {
         listen,
         token_file: None,
         token: None,
+        tls: None,
     }
 }
 
@@ -130,7 +131,8 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
             Err(weak) => cx.fail(path, node.mark, token::message(&file.path, weak)),
         }
     });
-    if token.is_none() && f.has("tokenFile") {
+    let tls = f.optional(cx, "tls", admin_tls);
+    if (token.is_none() && f.has("tokenFile")) || (tls.is_none() && f.has("tls")) {
         return None;
     }
     if token.is_none() && !listen.ip().is_loopback() {
@@ -149,6 +151,7 @@ fn admin(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Admin> {
         listen,
         token_file,
         token,
+        tls,
     })
 }
 

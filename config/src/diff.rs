@@ -51,6 +51,17 @@ fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
         old.admin.token_file.as_ref(),
         new.admin.token_file.as_ref(),
     );
+    let (old_tls, new_tls) = (old.admin.tls.as_ref(), new.admin.tls.as_ref());
+    r.file(
+        "admin.tls.certFile",
+        old_tls.map(|t| &t.cert_file),
+        new_tls.map(|t| &t.cert_file),
+    );
+    r.file(
+        "admin.tls.keyFile",
+        old_tls.map(|t| &t.key_file),
+        new_tls.map(|t| &t.key_file),
+    );
     r.value(
         "drainTimeout",
         &format_duration(old.drain_timeout),

@@ -85,6 +85,8 @@ pub struct Admin {
     pub token_file: Option<FileRef>,
     /// The token read from `token_file`, trimmed.
     pub token: Option<Loaded<String>>,
+    /// When set, the admin API speaks HTTPS only, with this certificate.
+    pub tls: Option<crate::tls::AdminTls>,
 }
 
 /// What startup does when a virtual cluster cannot start.

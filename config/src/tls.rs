@@ -52,6 +52,21 @@ pub struct GatewayTls {
     pub material: Loaded<ServerMaterial>,
 }
 
+/// HTTPS on the admin listener (`admin.tls`): the same certificate and key
+/// files as a gateway's, without client certificates (callers present the
+/// admin token).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminTls {
+    /// Certificate chain served to admin callers, leaf first.
+    pub cert_file: FileRef,
+    /// Private key of the leaf certificate.
+    pub key_file: FileRef,
+    /// The parsed material (`client_roots` always empty).
+    #[serde(skip)]
+    pub material: Loaded<ServerMaterial>,
+}
+
 /// What a TLS server needs, parsed.
 #[derive(Debug)]
 pub struct ServerMaterial {
@@ -91,6 +106,7 @@ pub struct ClientMaterial {
 }
 
 const GATEWAY_KEYS: &[&str] = &["certFile", "keyFile", "clientCaFile"];
+const ADMIN_KEYS: &[&str] = &["certFile", "keyFile"];
 const UPSTREAM_KEYS: &[&str] = &["caFile", "serverName", "certFile", "keyFile"];
 
 pub(crate) fn gateway_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<GatewayTls> {
@@ -114,6 +130,24 @@ pub(crate) fn gateway_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Ga
             cert_chain,
             key,
             client_roots,
+        })),
+    })
+}
+
+pub(crate) fn admin_tls(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<AdminTls> {
+    let f = Fields::of(cx, node, path, ADMIN_KEYS)?;
+    let cert = f.required(cx, "certFile", certificates);
+    let key = f.required(cx, "keyFile", private_key);
+    let (cert_file, cert_chain) = cert?;
+    let (key_file, key, key_mark) = key?;
+    check_pair(cx, &f, &cert_file, &cert_chain, key.as_ref(), key_mark)?;
+    Some(AdminTls {
+        cert_file,
+        key_file,
+        material: Loaded(Arc::new(ServerMaterial {
+            cert_chain,
+            key,
+            client_roots: Vec::new(),
         })),
     })
 }

@@ -15,6 +15,7 @@
 //! - [`error`]: the JSON error type
 //! - `serve`: connections, capped, with a header timeout and a total body
 //!   deadline
+//! - `tls`: HTTPS when `admin.tls` is set, its certificate following reloads
 
 use std::sync::Arc;
 
@@ -37,9 +38,11 @@ pub mod error;
 pub(crate) mod events;
 mod guard;
 mod serve;
+mod tls;
 
 pub use guard::{FAILURE_DELAY, MAX_DELAYED};
 pub use serve::MAX_CONNECTIONS;
+pub use tls::AdminTlsError;
 
 /// Largest request body: a configuration at its size limit, with room for
 /// the validator to report the excess itself.
@@ -90,9 +93,31 @@ pub async fn serve(
     read_timeout: std::time::Duration,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
+    serve_with(listener, state, None, read_timeout, shutdown).await;
+}
+
+/// The TLS settings that make the admin listener HTTPS when the configuration
+/// in force sets `admin.tls`; `None`: plain HTTP. Its certificate follows
+/// the configuration in force (a reload renews it).
+pub fn tls_config(
+    engine: &Arc<Engine>,
+) -> Result<Option<Arc<rustls::ServerConfig>>, AdminTlsError> {
+    tls::AdminCert::server_config(engine)
+}
+
+/// [`serve`], over HTTPS when `tls` is given ([`tls_config`]): then every
+/// connection must complete a TLS handshake within `read_timeout` first.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    read_timeout: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
     let events = events::AdminEvents::new(state.engine.metrics());
     let app = routes(state, events.clone());
-    serve::serve(listener, app, events, read_timeout, shutdown).await;
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    serve::serve(listener, app, tls, events, read_timeout, shutdown).await;
 }
 
 async fn health() -> Json<Health> {

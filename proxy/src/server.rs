@@ -68,6 +68,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// `admin.tls` cannot be served.
+    #[error(transparent)]
+    AdminTls(#[from] admin::AdminTlsError),
     /// Signal handlers could not be installed.
     #[error("signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -106,6 +109,7 @@ pub struct Proxy {
     engine: Arc<Engine>,
     admin: TcpListener,
     admin_addr: SocketAddr,
+    admin_tls: Option<Arc<rustls::ServerConfig>>,
     hangups: Option<Hangups>,
 }
 
@@ -138,6 +142,7 @@ impl Proxy {
         let admin_addr = admin.local_addr().map_err(failed)?;
 
         let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
+        let admin_tls = admin::tls_config(&engine)?;
         // The engine is new: no name is set yet.
         let _ = engine.set_instance(options.instance.clone());
         if options.persist {
@@ -150,6 +155,7 @@ impl Proxy {
             engine,
             admin,
             admin_addr,
+            admin_tls,
             hangups: None,
         })
     }
@@ -174,19 +180,22 @@ impl Proxy {
             engine,
             admin,
             admin_addr,
+            admin_tls,
             mut hangups,
         } = self;
         let stop_admin = CancellationToken::new();
         let state = AppState {
             engine: Arc::clone(&engine),
         };
-        let admin_task = tokio::spawn(admin::serve(
+        let scheme = if admin_tls.is_some() { "https" } else { "http" };
+        let admin_task = tokio::spawn(admin::serve_with(
             admin,
             state,
+            admin_tls,
             options.admin_read_timeout,
             stop_admin.clone(),
         ));
-        tracing::info!(admin = %admin_addr, "sluice-proxy ready");
+        tracing::info!(admin = %admin_addr, scheme, "sluice-proxy ready");
 
         // Certificates close to expiry are warned about again every hour.
         let mut recheck = tokio::time::interval(std::time::Duration::from_secs(3600));

@@ -21,12 +21,17 @@ impl Watcher {
     /// Starts `sluice-watcher --path <path> --proxy http://<admin>` with
     /// `extra` flags, waiting for its start line.
     pub fn start(path: &Path, admin: &str, extra: &[&str]) -> Watcher {
+        Self::start_url(path, &format!("http://{admin}"), extra)
+    }
+
+    /// Like [`Watcher::start`], with the admin API's whole URL (`https://…`).
+    pub fn start_url(path: &Path, proxy: &str, extra: &[&str]) -> Watcher {
         let http = format!("127.0.0.1:{}", port());
         let mut cmd = Command::new(bin("sluice-watcher"));
         cmd.arg("--path").arg(path);
         cmd.args([
             "--proxy",
-            &format!("http://{admin}"),
+            proxy,
             "--metrics-listen",
             &http,
             "--log-format",

@@ -19,6 +19,7 @@ use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::run::{self, Heartbeat, Settings};
 use crate::schedule::Slot;
+use crate::tls::{ProxyCaError, ProxyTls};
 use crate::token::Token;
 use crate::volume::WatchOptions;
 
@@ -29,6 +30,8 @@ pub struct Options {
     pub path: PathBuf,
     /// The proxy's admin API base URL.
     pub proxy: String,
+    /// `--proxy-ca`: the CA trusted for an HTTPS admin API (and the peers').
+    pub proxy_ca: Option<PathBuf>,
     /// A file holding the admin bearer token (read again after a 401).
     pub token_file: Option<PathBuf>,
     /// How the file is watched.
@@ -61,6 +64,9 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
+    /// `--proxy-ca` cannot be used.
+    #[error(transparent)]
+    ProxyCa(#[from] ProxyCaError),
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(#[source] reqwest::Error),
@@ -112,7 +118,11 @@ impl Watcher {
     /// Reads the token file, builds the proxy client, binds the HTTP port
     /// and, with `events`, connects to the Kubernetes API (Events are off,
     /// with a warning, when that fails).
-    pub async fn start(options: Options) -> Result<Watcher, AppError> {
+    pub async fn start(mut options: Options) -> Result<Watcher, AppError> {
+        let tls = ProxyTls::new(&options.proxy, options.proxy_ca.as_deref())?;
+        if let Some(fleet) = &mut options.fleet {
+            fleet.tls = tls.clone();
+        }
         let token = match &options.token_file {
             None => None,
             Some(path) => match Token::from_file(path) {
@@ -123,7 +133,8 @@ impl Watcher {
                 }
             },
         };
-        let client = ProxyClient::with_token(&options.proxy, token).map_err(AppError::Client)?;
+        let client =
+            ProxyClient::with_tls(&options.proxy, token, &tls).map_err(AppError::Client)?;
         let addr = options.metrics_listen;
         let failed = |source| AppError::Bind { addr, source };
         let listener = TcpListener::bind(addr).await.map_err(failed)?;
@@ -217,6 +228,7 @@ mod tests {
             path,
             // Nothing listens there: the loop retries quietly.
             proxy: "http://127.0.0.1:9".to_owned(),
+            proxy_ca: None,
             token_file: None,
             watch: WatchOptions::default(),
             slot: Slot {

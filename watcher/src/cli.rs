@@ -51,6 +51,13 @@ pub struct Args {
         env = "SLUICE_PROXY"
     )]
     pub proxy: String,
+    /// A PEM file with the CA certificate(s) that sign the admin API's
+    /// certificate (the proxy's `admin.tls`), for an `https://` --proxy
+    /// and the peers: then only these CAs are trusted (without it, the
+    /// platform's). With it, or an `https://` --proxy, peers found by
+    /// --peers-dns are asked over HTTPS too.
+    #[arg(long, value_name = "FILE", env = "SLUICE_PROXY_CA")]
+    pub proxy_ca: Option<PathBuf>,
     /// Delay per slot: slot N waits N × stagger before applying.
     #[arg(long, default_value = "10s", value_parser = duration, env = "SLUICE_STAGGER")]
     pub stagger: Duration,
@@ -166,6 +173,11 @@ pub struct FleetArgs {
     /// The peers.
     #[command(flatten)]
     pub peers: PeerArgs,
+    /// A PEM file with the CA certificate(s) that sign the peers' admin
+    /// API certificates (`admin.tls`); with it, --peers-dns peers are asked
+    /// over HTTPS.
+    #[arg(long, value_name = "FILE", env = "SLUICE_PROXY_CA")]
+    pub proxy_ca: Option<PathBuf>,
     /// How long each pod may take to answer.
     #[arg(long, default_value = "3s", value_parser = positive)]
     pub timeout: Duration,
@@ -204,11 +216,14 @@ impl Args {
                 .clamp(Duration::from_millis(500), Duration::from_secs(5)),
             token: None,
             slot_override: self.slot,
+            // Set by `Watcher::start`, which reads --proxy-ca.
+            tls: Default::default(),
         });
         Options {
             path: self.path.clone().unwrap_or_default(),
             fleet,
             proxy: self.proxy.clone(),
+            proxy_ca: self.proxy_ca.clone(),
             token_file: self.token_file.clone(),
             watch: WatchOptions {
                 poll: self.poll,

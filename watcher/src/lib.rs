@@ -19,6 +19,7 @@
 //! - [`events`]: Kubernetes Events on the watcher's own pod (`--events`)
 //! - [`http`]: `/healthz` and `/metrics`, with read timeouts
 //! - [`token`]: the admin token, re-read from its file after a 401
+//! - [`tls`]: HTTPS towards admin APIs (`--proxy-ca`)
 //! - [`app`]: the program: start (token, client, port), then serve until
 //!   shutdown
 //! - [`cli`]: the command line
@@ -39,6 +40,7 @@ pub mod retry;
 pub mod run;
 pub mod schedule;
 pub mod target;
+pub mod tls;
 pub mod token;
 /// Watching one file for new content (the shared leaf crate).
 pub use sluice_volume::watch as volume;

@@ -20,7 +20,13 @@ fn main() -> ExitCode {
     exit::block_on(Threads::One, async {
         match &args.command {
             Some(Command::Fleet(f)) => exit::report(
-                fleet::view::run(f.peers.source(), f.timeout, f.format == Format::Json).await,
+                fleet::view::run(
+                    f.peers.source(),
+                    f.proxy_ca.as_deref(),
+                    f.timeout,
+                    f.format == Format::Json,
+                )
+                .await,
             ),
             None => exit::report(app::run(args.options()).await),
         }

@@ -4,6 +4,8 @@
 //! caps open connections at [`MAX_CONNECTIONS`] (the excess is closed at
 //! once, so the admin port can never take the process's file descriptors)
 //! and tells each request the address it arrived on (the `Host` check).
+//! With `admin.tls`, each connection completes a TLS handshake (within the
+//! header timeout) before HTTP; a caller speaking plain HTTP is closed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +13,9 @@ use std::time::Duration;
 use axum::{Extension, Router};
 use hyper_util::rt::TokioIo;
 use sluice_process::http::{self, Timeouts};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -30,6 +33,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
+    tls: Option<TlsAcceptor>,
     events: AdminEvents,
     read_timeout: Duration,
     shutdown: CancellationToken,
@@ -49,24 +53,46 @@ pub(super) async fn serve(
             app = app.layer(Extension(LocalAddr(local)));
         }
         let shutdown = shutdown.clone();
+        let tls = tls.clone();
         let span = tracing::debug_span!("connection", %peer);
         tracker.spawn(
             async move {
                 let _slot = slot;
-                let served = http::serve_connection(
-                    TokioIo::new(tcp),
-                    peer,
-                    app,
-                    timeouts.headers,
-                    &shutdown,
-                );
-                if let Err(e) = served.await {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
+                connection(tcp, peer, tls, app, timeouts.headers, shutdown).await;
             }
             .instrument(span),
         );
     }
     tracker.close();
     tracker.wait().await;
+}
+
+/// One connection: the TLS handshake first when `tls` is set, then HTTP.
+async fn connection(
+    tcp: TcpStream,
+    peer: std::net::SocketAddr,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+    headers: Duration,
+    shutdown: CancellationToken,
+) {
+    let served = match tls {
+        None => http::serve_connection(TokioIo::new(tcp), peer, app, headers, &shutdown).await,
+        Some(acceptor) => match tokio::time::timeout(headers, acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => {
+                http::serve_connection(TokioIo::new(stream), peer, app, headers, &shutdown).await
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "tls handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("tls handshake timed out");
+                return;
+            }
+        },
+    };
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
 }

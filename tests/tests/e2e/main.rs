@@ -32,6 +32,7 @@
 //! - [`demo`]: `scripts/demo` and `scripts/demo --fleet` leave no process behind
 
 mod admin_limits;
+mod admin_tls;
 mod certs;
 mod demo;
 mod edges;

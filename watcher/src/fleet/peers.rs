@@ -2,9 +2,11 @@
 //! URLs (`--peers`, bare metal and tests) or a headless Service's DNS name
 //! (`--peers-dns NAME:PORT`, resolved again at every poll), each asked for
 //! its status at every poll. A peer is known by its URL; the gate sees it by
-//! the instance name its proxy reports.
+//! the instance name its proxy reports. Peers are asked over the scheme and
+//! with the CA of this pod's own admin API (`--proxy`, `--proxy-ca`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_admin_api::ConfigStatus;
@@ -12,6 +14,8 @@ use sluice_admin_api::ConfigStatus;
 use super::gate::{Peer, PeerStatus};
 use super::slots::{SlotError, rank};
 use crate::client::ProxyClient;
+use crate::tls::ProxyTls;
+use crate::token::Token;
 
 /// Where the peers are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,11 +58,12 @@ impl std::str::FromStr for PeerSource {
 /// `timeout`), for `sluice-watcher fleet`. No token: status is a read.
 pub async fn statuses(
     source: &PeerSource,
+    tls: &ProxyTls,
     timeout: Duration,
 ) -> Vec<(String, Option<ConfigStatus>)> {
-    let peers = Peers::new(source.clone(), None, timeout);
+    let peers = Peers::new(source.clone(), None, tls.clone(), timeout);
     let asks = peers.urls().await.into_iter().map(|url| {
-        let client = ProxyClient::new(&url, None);
+        let client = ProxyClient::with_tls(&url, None, tls);
         async move {
             let status = match client {
                 Ok(c) => tokio::time::timeout(timeout, c.status())
@@ -91,6 +96,7 @@ struct Known {
 pub struct Peers {
     source: PeerSource,
     token: Option<String>,
+    tls: ProxyTls,
     timeout: Duration,
     known: BTreeMap<String, Known>,
 }
@@ -107,11 +113,18 @@ pub struct View {
 }
 
 impl Peers {
-    /// Peers from `source`; each call waits at most `timeout`.
-    pub fn new(source: PeerSource, token: Option<String>, timeout: Duration) -> Peers {
+    /// Peers from `source`, reached with `tls`; each call waits at most
+    /// `timeout`.
+    pub fn new(
+        source: PeerSource,
+        token: Option<String>,
+        tls: ProxyTls,
+        timeout: Duration,
+    ) -> Peers {
         Peers {
             source,
             token,
+            tls,
             timeout,
             known: BTreeMap::new(),
         }
@@ -122,7 +135,10 @@ impl Peers {
             PeerSource::Urls(urls) => urls.clone(),
             PeerSource::Dns { name, port } => {
                 match tokio::net::lookup_host((name.as_str(), *port)).await {
-                    Ok(addrs) => addrs.map(|a| format!("http://{a}")).collect(),
+                    Ok(addrs) => {
+                        let scheme = self.tls.scheme();
+                        addrs.map(|a| format!("{scheme}://{a}")).collect()
+                    }
                     Err(e) => {
                         tracing::warn!(peers = %name, error = %e, "cannot resolve the peers' name");
                         Vec::new()
@@ -146,7 +162,8 @@ impl Peers {
         urls.push(own.trim_end_matches('/').to_owned());
         for url in urls {
             if !self.known.contains_key(&url) {
-                match ProxyClient::new(&url, self.token.clone()) {
+                let token = self.token.clone().map(|t| Arc::new(Token::fixed(t)));
+                match ProxyClient::with_tls(&url, token, &self.tls) {
                     Ok(client) => {
                         self.known.insert(
                             url,

@@ -34,6 +34,8 @@ pub struct FleetSettings {
     pub token: Option<String>,
     /// `--slot`: overrides the rank among the peers.
     pub slot_override: Option<u64>,
+    /// The scheme and CA the peers' admin APIs are reached with.
+    pub tls: crate::tls::ProxyTls,
 }
 
 /// How a wait at the gate ended.
@@ -82,6 +84,7 @@ impl Rollout {
         let peers = Peers::new(
             settings.source.clone(),
             settings.token.clone(),
+            settings.tls.clone(),
             settings.call_timeout,
         );
         Rollout {

@@ -10,6 +10,7 @@ use sluice_process::exit::{Exit, ExitStatus};
 
 use super::peers::{PeerSource, statuses};
 use super::slots::rank;
+use crate::tls::{ProxyCaError, ProxyTls};
 
 /// Why `fleet` did not print a fleet with no halt.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +18,9 @@ pub enum FleetError {
     /// No peers were given.
     #[error("fleet needs --peers or --peers-dns")]
     NoPeers,
+    /// `--proxy-ca` cannot be used.
+    #[error(transparent)]
+    ProxyCa(#[from] ProxyCaError),
     /// A rollout is halted (the view was printed).
     #[error("a rollout is halted")]
     Halted,
@@ -36,13 +40,16 @@ impl ExitStatus for FleetError {
 /// (or JSON, with `json`); a halted rollout is an error (exit status 1).
 pub async fn run(
     source: Option<PeerSource>,
+    proxy_ca: Option<&std::path::Path>,
     timeout: Duration,
     json: bool,
 ) -> Result<(), FleetError> {
     use std::io::Write as _;
     let source = source.ok_or(FleetError::NoPeers)?;
+    // Without a CA, HTTPS only for peers given as `https://` URLs.
+    let tls = ProxyTls::new("", proxy_ca)?;
     // Status is a read: the token is never sent to a peer.
-    let view = view(statuses(&source, timeout).await);
+    let view = view(statuses(&source, &tls, timeout).await);
     let text = if json {
         serde_json::to_string_pretty(&view).unwrap_or_default() + "\n"
     } else {

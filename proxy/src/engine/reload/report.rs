@@ -122,5 +122,18 @@ pub(super) fn restart_required(started: &ProxyConfig, now: &ProxyConfig) -> Vec<
             started.admin.listen, now.admin.listen, started.admin.listen
         ));
     }
+    match (started.admin.tls.is_some(), now.admin.tls.is_some()) {
+        (false, true) => out.push(
+            "admin.tls added: the admin API keeps speaking plain HTTP until the proxy restarts"
+                .to_owned(),
+        ),
+        (true, false) => out.push(
+            "admin.tls removed: the admin API keeps speaking HTTPS, with the last certificate, \
+             until the proxy restarts"
+                .to_owned(),
+        ),
+        // A renewed certificate is served to new handshakes at once.
+        _ => {}
+    }
     out
 }
