@@ -9,6 +9,7 @@ use crate::config::{MemoryFiles, validate};
 use crate::engine::{Engine, ReloadOutcome, ValidateOutcome};
 use crate::metrics::Metrics;
 
+mod attempts;
 mod hostile_broker;
 mod upstream_check;
 

@@ -66,6 +66,7 @@ fn status(current: &str, failed: &str, at: &str) -> ConfigStatus {
         clusters_added: Vec::new(),
         clusters_removed: Vec::new(),
         error: Some(reason.to_owned()),
+        attempt: 3,
     });
     s
 }
@@ -132,6 +133,7 @@ fn a_rejection_of_this_version_is_rejected_with_its_error_count() {
         requested_version: Some(bad),
         status: sluice_admin_api::ValidationStatus::Invalid,
         errors: 2,
+        attempt: 4,
     });
     let ended = judge(&version(NEXT), Some(&before), &now);
     assert_eq!(ended, Some((Outcome::Rejected, "2 error(s)".to_owned())));
