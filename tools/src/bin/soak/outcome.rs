@@ -3,7 +3,7 @@
 //! for how it ended.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::de::DeserializeOwned;
 use sluice_admin_api::{Clusters, ConfigStatus, FailureStage, endpoints};
@@ -50,6 +50,8 @@ pub(crate) struct Endpoints {
 pub(crate) struct Observed {
     /// How it ended.
     pub(crate) outcome: Outcome,
+    /// When the volume was swapped (to find the logs' lines of the time).
+    pub(crate) at: SystemTime,
     /// From the swap to the outcome.
     pub(crate) took: Duration,
     /// The proxy's words: errors found, or why the reload failed.
@@ -86,7 +88,7 @@ pub(crate) fn publish(
 ) -> Observed {
     let wanted = version(text);
     let before: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
-    let started = Instant::now();
+    let (at, started) = (SystemTime::now(), Instant::now());
     volume.swap(text.as_bytes());
     let (outcome, detail) = loop {
         let status: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
@@ -104,6 +106,7 @@ pub(crate) fn publish(
     };
     Observed {
         outcome,
+        at,
         took: started.elapsed(),
         detail,
     }
