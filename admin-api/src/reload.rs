@@ -4,10 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::version::{ConfigVersion, EffectiveVersion};
+use crate::version::{AttemptedVersion, ConfigVersion, EffectiveVersion};
 
 use crate::error::{Refused, read};
 use crate::{ConfigProblem, ModifiedCluster};
+
+mod attempt;
+
+pub(crate) use attempt::unnumbered;
 
 /// The answer, by status.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,6 +73,11 @@ pub struct ReloadApplied {
     /// when every cluster serves.
     #[serde(default)]
     pub clusters_failed: Vec<crate::FailedCluster>,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): matches `attempt` in status and the log
+    /// and audit lines. 0 from a proxy that does not number attempts.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// 400: the configuration is invalid; the body is a validate 400's plus
@@ -85,6 +94,11 @@ pub struct ReloadRejected {
     pub config_version: ConfigVersion,
     /// Every problem found, sorted by position.
     pub errors: Vec<ConfigProblem>,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): matches `attempt` in status and the log
+    /// and audit lines. 0 from a proxy that does not number attempts.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// 409: another reload is running. Worth retrying shortly.
@@ -98,6 +112,11 @@ pub struct ReloadBusy {
     /// When the running reload started (RFC 3339): one that runs for long
     /// is worth a look at the proxy's log.
     pub in_progress_since: String,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): matches `attempt` in status and the log
+    /// and audit lines. 0 from a proxy that does not number attempts.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// 412, 500 and 503: not applied, for a reason that is not the configuration's.
@@ -116,6 +135,15 @@ pub struct ReloadNotApplied {
     /// version: retrying the same bytes cannot help (a new version can).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstream_check: Vec<UpstreamCheckFailure>,
+    /// The version the attempt was about (the bytes sent; their effective
+    /// version when they are the bytes in force), when it read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_version: Option<AttemptedVersion>,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): matches `attempt` in status and the log
+    /// and audit lines. 0 from a proxy that does not number attempts.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// One bootstrap server that failed a reload's upstream check.
@@ -146,6 +174,7 @@ impl ReloadAnswer {
             success: false,
             error: "another reload is in progress".to_owned(),
             in_progress_since,
+            attempt: 0,
         })
     }
 
@@ -156,6 +185,8 @@ impl ReloadAnswer {
             error: "If-Match does not name the configuration version in force".to_owned(),
             config_version,
             upstream_check: Vec::new(),
+            requested_version: None,
+            attempt: 0,
         })
     }
 
@@ -172,6 +203,8 @@ impl ReloadAnswer {
             ),
             config_version,
             upstream_check: Vec::new(),
+            requested_version: None,
+            attempt: 0,
         })
     }
 
@@ -186,6 +219,8 @@ impl ReloadAnswer {
             error,
             config_version,
             upstream_check,
+            requested_version: None,
+            attempt: 0,
         })
     }
 
@@ -197,6 +232,8 @@ impl ReloadAnswer {
                 .to_owned(),
             config_version,
             upstream_check: Vec::new(),
+            requested_version: None,
+            attempt: 0,
         })
     }
 
@@ -207,6 +244,7 @@ impl ReloadAnswer {
             valid: false,
             config_version,
             errors,
+            attempt: 0,
         })
     }
 
@@ -243,137 +281,4 @@ impl ReloadAnswer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::roundtrip::roundtrip;
-
-    fn read_back(status: u16, json: &str) -> ReloadAnswer {
-        let answer = ReloadAnswer::from_http(status, json.as_bytes()).unwrap();
-        assert_eq!(answer.status(), status);
-        assert_eq!(
-            serde_json::to_value(&answer).unwrap(),
-            serde_json::from_str::<serde_json::Value>(json).unwrap()
-        );
-        answer
-    }
-
-    #[test]
-    fn applied_roundtrips() {
-        let json = r#"{"success": true, "changed": true, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
-            "clustersAdded": ["new"], "clustersRemoved": [],
-            "clustersModified": [{"name": "a", "reasons": ["tls changed"]}],
-            "clustersRotated": [{"name": "r", "reasons": ["gateway.tls.certFile content changed"]}],
-            "clustersUnchanged": ["steady"], "durationMs": 12.5,
-            "restartRequired": ["admin.listen changed from 127.0.0.1:9190 to 127.0.0.1:9191"],
-            "clustersFailed": [{"name": "b", "error": "bind 127.0.0.1:9092: address in use",
-                "since": "2025-01-02T03:04:05.678Z", "sinceCurrentVersion": true}]}"#;
-        let a: ReloadApplied = roundtrip(json);
-        assert_eq!(read_back(200, json), ReloadAnswer::Applied(a));
-    }
-
-    #[test]
-    fn unchanged_roundtrips_and_older_answers_still_read() {
-        let json = r#"{"success": true, "changed": false, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
-            "clustersAdded": [], "clustersRemoved": [], "clustersModified": [],
-            "clustersRotated": [],
-            "clustersUnchanged": ["a", "b"], "durationMs": 0.0, "restartRequired": [],
-            "clustersFailed": []}"#;
-        roundtrip::<ReloadApplied>(json);
-        let old = r#"{"success": true, "changed": false, "configVersion": "sha256:ab00000000000000000000000000000000000000000000000000000000000000",
-            "clustersAdded": [], "clustersRemoved": [], "clustersModified": [], "durationMs": 0}"#;
-        let ReloadAnswer::Applied(a) = ReloadAnswer::from_http(200, old.as_bytes()).unwrap() else {
-            panic!("not applied");
-        };
-        assert!(a.clusters_unchanged.is_empty() && a.restart_required.is_empty());
-        assert!(a.clusters_failed.is_empty());
-    }
-
-    #[test]
-    fn rejected_roundtrips() {
-        let json = r#"{"success": false, "valid": false, "configVersion": "sha256:cd00000000000000000000000000000000000000000000000000000000000000",
-            "errors": [{"line": 3, "column": 5, "path": "virtualClusters[0].name", "message": "bad"}]}"#;
-        let r: ReloadRejected = roundtrip(json);
-        let answer = ReloadAnswer::rejected(r.config_version.clone(), r.errors.clone());
-        assert_eq!(read_back(400, json), answer);
-    }
-
-    #[test]
-    fn busy_roundtrips() {
-        let json = r#"{"success": false, "error": "another reload is in progress",
-            "inProgressSince": "2025-01-02T03:04:05.678Z"}"#;
-        let b: ReloadBusy = roundtrip(json);
-        assert_eq!(
-            read_back(409, json),
-            ReloadAnswer::busy(b.in_progress_since)
-        );
-    }
-
-    #[test]
-    fn not_applied_roundtrips() {
-        let json = r#"{"success": false,
-            "error": "If-Match does not name the configuration version in force",
-            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
-        let n: ReloadNotApplied = roundtrip(json);
-        assert_eq!(
-            read_back(412, json),
-            ReloadAnswer::precondition_failed(n.config_version)
-        );
-        let json = r#"{"success": false, "error": "virtual cluster a: bind 127.0.0.1:9092: address in use",
-            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000"}"#;
-        let n: ReloadNotApplied = roundtrip(json);
-        assert_eq!(
-            read_back(500, json),
-            ReloadAnswer::failed(n.error, n.config_version, Vec::new())
-        );
-        assert!(!n.upstream_check.is_empty() || !read_back_final(json));
-        let json = r#"{"success": false, "error": "virtual cluster a: upstream check failed: k:9092: connection refused",
-            "configVersion": "sha256:ef00000000000000000000000000000000000000000000000000000000000000",
-            "upstreamCheck": [{"cluster": "a", "address": "k:9092", "cause": "connection refused"}]}"#;
-        let n: ReloadNotApplied = roundtrip(json);
-        assert!(n.is_final());
-        assert_eq!(n.upstream_check[0].cause, "connection refused");
-    }
-
-    #[test]
-    fn shutting_down_roundtrips() {
-        let ReloadAnswer::ShuttingDown(n) = ReloadAnswer::shutting_down(
-            "sha256:ef00000000000000000000000000000000000000000000000000000000000000"
-                .parse()
-                .unwrap(),
-        ) else {
-            panic!("not 503");
-        };
-        let json = serde_json::to_string(&n).unwrap();
-        assert_eq!(
-            read_back(503, &json),
-            ReloadAnswer::shutting_down(
-                "sha256:ef00000000000000000000000000000000000000000000000000000000000000"
-                    .parse()
-                    .unwrap()
-            )
-        );
-    }
-
-    fn read_back_final(json: &str) -> bool {
-        matches!(read_back(500, json), ReloadAnswer::Failed(n) if n.is_final())
-    }
-
-    #[test]
-    fn other_answers_are_refusals() {
-        let bug =
-            ReloadAnswer::from_http(500, br#"{"error": "internal error; see the proxy's log"}"#);
-        assert_eq!(
-            bug,
-            Err(Refused {
-                status: 500,
-                message: "internal error; see the proxy's log".into()
-            })
-        );
-        assert_eq!(
-            ReloadAnswer::from_http(403, br#"{"error": "no"}"#)
-                .unwrap_err()
-                .status,
-            403
-        );
-    }
-}
+mod tests;

@@ -163,6 +163,11 @@ pub struct ReloadAttempt {
     pub clusters_removed: Vec<String>,
     /// Why it did not apply.
     pub error: Option<String>,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): the reload answer, the log line and the
+    /// audit line of the same attempt carry it. 0 from an older proxy.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// How a reload attempt ended; also the `result` label of the proxy's
@@ -227,6 +232,11 @@ pub struct ValidationAttempt {
     pub requested_version: Option<AttemptedVersion>,
     /// How many problems were found.
     pub errors: usize,
+    /// This proxy process's number for the attempt (from 1, shared by
+    /// reloads and validations): the reload answer, the log line and the
+    /// audit line of the same attempt carry it. 0 from an older proxy.
+    #[serde(default, skip_serializing_if = "crate::reload::unnumbered")]
+    pub attempt: u64,
 }
 
 /// Whether a validated configuration was valid.

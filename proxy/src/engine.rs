@@ -40,7 +40,7 @@ mod status;
 mod tests;
 pub mod validate;
 
-pub use reload::{Preconditions, ReloadOutcome};
+pub use reload::{Attempted, Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
 /// The most characters of a failed reload's reason (in answers, status and
@@ -71,6 +71,10 @@ pub struct Engine {
     stopping: AtomicBool,
     /// The number the next generation gets.
     next_generation: AtomicU64,
+    /// The number the next reload or validation attempt gets: answers,
+    /// status, log and audit lines carry it so that a caller can tell its
+    /// own attempt from another's.
+    next_attempt: AtomicU64,
     /// When the running reload started and the step it is at; `None` when
     /// none runs.
     reloading: Mutex<Option<(SystemTime, ReloadStage)>>,
@@ -175,6 +179,7 @@ impl Engine {
             ready: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             next_generation: AtomicU64::new(1),
+            next_attempt: AtomicU64::new(1),
             reloading: Mutex::new(None),
             reload_ended: tokio::sync::Notify::new(),
             status: Mutex::new(status::Attempts::default()),

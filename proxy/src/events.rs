@@ -115,10 +115,11 @@ impl Events {
         e
     }
 
-    /// A reload attempt ended.
+    /// Reload attempt number `attempt`, about `version`, ended.
     pub(crate) fn reload(
         &self,
         result: ReloadStatus,
+        attempt: u64,
         version: &str,
         duration: Duration,
         detail: &str,
@@ -133,6 +134,7 @@ impl Events {
             ReloadStatus::Applied => {
                 self.reload_seconds.observe(duration.as_secs_f64());
                 tracing::info!(
+                    attempt,
                     version,
                     duration_ms = ms,
                     changes = detail,
@@ -141,18 +143,21 @@ impl Events {
             }
             ReloadStatus::Unchanged => {
                 tracing::info!(
+                    attempt,
                     version,
                     "reload requested with the configuration in force; nothing to do"
                 )
             }
             ReloadStatus::ShuttingDown => {
                 tracing::warn!(
+                    attempt,
                     version,
                     "reload refused: the proxy is shutting down; nothing changed"
                 )
             }
             ReloadStatus::Rejected => {
                 tracing::warn!(
+                    attempt,
                     version,
                     errors = detail,
                     "reload rejected: configuration invalid; nothing changed"
@@ -160,16 +165,22 @@ impl Events {
             }
             ReloadStatus::Failed => {
                 tracing::error!(
+                    attempt,
                     version,
                     error = detail,
                     "reload failed while preparing; nothing changed"
                 )
             }
             ReloadStatus::Conflict => {
-                tracing::warn!(version, "reload refused: another reload is running")
+                tracing::warn!(
+                    attempt,
+                    version,
+                    "reload refused: another reload is running"
+                )
             }
             ReloadStatus::PreconditionFailed => {
                 tracing::warn!(
+                    attempt,
                     version,
                     current = detail,
                     "reload refused: If-Match names another version"

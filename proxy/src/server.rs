@@ -238,8 +238,9 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
         let file = path.to_path_buf();
         let outcome =
             tokio::task::spawn_blocking(move || reloading.reload_reading(|| read_config(&file)))
-                .await;
-        if let Ok(Ok(done)) = &outcome {
+                .await
+                .map(|read| read.map(|done| (done.outcome.clone(), done)));
+        if let Ok(Ok((_, done))) = &outcome {
             admin::events::audit_signal_reload(done);
         }
         match outcome {
@@ -247,11 +248,11 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
                 tracing::error!(config = %path.display(), error = %e, "SIGHUP: cannot read the configuration file; nothing changed");
                 return;
             }
-            Ok(Ok(ReloadOutcome::Busy { .. })) => {
+            Ok(Ok((ReloadOutcome::Busy { .. }, _))) => {
                 tracing::info!(config = %path.display(), "SIGHUP: another reload is running; the file is read and applied once it ends");
                 engine.reload_slot_free().await;
             }
-            Ok(Ok(ReloadOutcome::Rejected { errors, .. })) => {
+            Ok(Ok((ReloadOutcome::Rejected { errors, .. }, _))) => {
                 let file = path.display().to_string();
                 for e in errors {
                     tracing::warn!(error = %e.in_file(&file), "SIGHUP: configuration error");

@@ -62,11 +62,18 @@ impl ProxyTls {
         if self.https { "https" } else { "http" }
     }
 
-    /// `builder` trusting the CA, when one is given.
+    /// `builder` trusting the CA, when one is given; else the platform's
+    /// roots through the process's default provider, ring, installed here
+    /// if no one installed it yet (so a library caller never meets
+    /// reqwest's panic for want of a provider).
     pub(crate) fn apply(&self, builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
         match &self.client {
             Some(config) => builder.tls_backend_preconfigured(rustls::ClientConfig::clone(config)),
-            None => builder,
+            None => {
+                // Err only when a provider is installed already: fine.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                builder
+            }
         }
     }
 }

@@ -59,6 +59,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             duration_ms: duration.as_secs_f64() * 1e3,
             restart_required,
             clusters_failed: failed_clusters(failed),
+            attempt: 0,
         }),
         ReloadOutcome::Unchanged {
             version,
@@ -76,6 +77,7 @@ pub(super) fn reload(outcome: ReloadOutcome) -> ReloadAnswer {
             duration_ms: 0.0,
             restart_required,
             clusters_failed: Vec::new(),
+            attempt: 0,
         }),
         ReloadOutcome::Rejected { version, errors } => ReloadAnswer::rejected(version, errors),
         ReloadOutcome::PreconditionFailed {

@@ -51,7 +51,7 @@ pub(super) async fn validate(
     let bytes = match body(raw) {
         Ok(bytes) => bytes,
         Err(e) => {
-            audit(&caller, ENDPOINT, None, error_outcome(&e));
+            audit(&caller, ENDPOINT, None, None, error_outcome(&e));
             return e.into_response();
         }
     };
@@ -60,7 +60,13 @@ pub(super) async fn validate(
     let answer = match tokio::task::spawn_blocking(move || engine.validate(&bytes)).await {
         Ok(outcome) => answer::validate(outcome),
         Err(_) => {
-            audit(&caller, ENDPOINT, Some(version.as_str()), "internal_error");
+            audit(
+                &caller,
+                ENDPOINT,
+                Some(version.as_str()),
+                None,
+                "internal_error",
+            );
             return ApiError::Internal.into_response();
         }
     };
@@ -68,7 +74,7 @@ pub(super) async fn validate(
         ValidateAnswer::Valid(_) => "valid",
         ValidateAnswer::Invalid(_) => "invalid",
     };
-    audit(&caller, ENDPOINT, Some(version.as_str()), outcome);
+    audit(&caller, ENDPOINT, Some(version.as_str()), None, outcome);
     (answer::status(answer.status()), Json(answer)).into_response()
 }
 
@@ -83,7 +89,7 @@ pub(super) async fn reload(
     let bytes = match body(raw) {
         Ok(bytes) => bytes,
         Err(e) => {
-            audit(&caller, ENDPOINT, None, error_outcome(&e));
+            audit(&caller, ENDPOINT, None, None, error_outcome(&e));
             return e.into_response();
         }
     };
@@ -102,13 +108,22 @@ pub(super) async fn reload(
             config: if_match.as_deref(),
             effective: if_effective.as_deref(),
         };
-        engine.reload_if(&bytes, pre)
+        engine.attempt_reload(&bytes, pre)
     })
     .await;
-    let answer = match outcome {
-        Ok(outcome) => answer::reload(outcome),
+    let (attempt, answer) = match outcome {
+        Ok(done) => (
+            done.attempt,
+            answer::reload(done.outcome).numbered(done.attempt, done.version),
+        ),
         Err(_) => {
-            audit(&caller, ENDPOINT, Some(version.as_str()), "internal_error");
+            audit(
+                &caller,
+                ENDPOINT,
+                Some(version.as_str()),
+                None,
+                "internal_error",
+            );
             return ApiError::Internal.into_response();
         }
     };
@@ -116,6 +131,7 @@ pub(super) async fn reload(
         &caller,
         ENDPOINT,
         Some(version.as_str()),
+        Some(attempt),
         reload_outcome(&answer),
     );
     (answer::status(answer.status()), Json(answer)).into_response()

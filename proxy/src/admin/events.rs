@@ -11,7 +11,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::auth::Refusal;
-use crate::engine::ReloadOutcome;
+use crate::engine::{Attempted, ReloadOutcome};
 use crate::metrics::Metrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -96,37 +96,45 @@ pub(crate) struct Caller {
 }
 
 /// The audit line of a mutating call: who, from where, which configuration
-/// version, and how it ended.
-pub(crate) fn audit(caller: &Caller, endpoint: &str, version: Option<&str>, outcome: &str) {
+/// version, which attempt (the number status and the reload's log line
+/// carry; none for a call refused before it reached the engine), and how it
+/// ended.
+pub(crate) fn audit(
+    caller: &Caller,
+    endpoint: &str,
+    version: Option<&str>,
+    attempt: Option<u64>,
+    outcome: &str,
+) {
     tracing::info!(
         target: "sluice_proxy::audit",
         caller = %caller.from,
         token = caller.token.as_deref().unwrap_or("none"),
         endpoint,
         version = version.unwrap_or("none"),
+        attempt,
         outcome,
         "admin call"
     );
 }
 
-/// The audit line of a reload a SIGHUP asked for (the file's version, when
-/// the outcome names it).
-pub(crate) fn audit_signal_reload(outcome: &ReloadOutcome) {
-    let (version, result) = match outcome {
-        ReloadOutcome::Applied {
-            version, changes, ..
-        } if changes.is_empty() => (Some(version), "unchanged"),
-        ReloadOutcome::Applied { version, .. } => (Some(version), "applied"),
-        ReloadOutcome::Unchanged { version, .. } => (Some(version), "unchanged"),
-        ReloadOutcome::Rejected { version, .. } => (Some(version), "rejected"),
-        ReloadOutcome::PreconditionFailed { .. } => (None, "precondition_failed"),
-        ReloadOutcome::Failed { .. } => (None, "failed"),
-        ReloadOutcome::Busy { .. } => (None, "conflict"),
-        ReloadOutcome::ShuttingDown { .. } => (None, "shutting_down"),
+/// The audit line of a reload a SIGHUP asked for (the version status
+/// records it under, unless it was refused before it read the file).
+pub(crate) fn audit_signal_reload(done: &Attempted) {
+    let result = match &done.outcome {
+        ReloadOutcome::Applied { changes, .. } if changes.is_empty() => "unchanged",
+        ReloadOutcome::Applied { .. } => "applied",
+        ReloadOutcome::Unchanged { .. } => "unchanged",
+        ReloadOutcome::Rejected { .. } => "rejected",
+        ReloadOutcome::PreconditionFailed { .. } => "precondition_failed",
+        ReloadOutcome::Failed { .. } => "failed",
+        ReloadOutcome::Busy { .. } => "conflict",
+        ReloadOutcome::ShuttingDown { .. } => "shutting_down",
     };
+    let version = done.version.as_ref().map(|v| v.as_str());
     let caller = Caller {
         from: "signal:SIGHUP".to_owned(),
         token: None,
     };
-    audit(&caller, "SIGHUP", version.map(|v| v.as_str()), result);
+    audit(&caller, "SIGHUP", version, Some(done.attempt), result);
 }

@@ -23,7 +23,7 @@ mod plan;
 mod report;
 mod slot;
 
-pub use outcome::{Preconditions, ReloadOutcome};
+pub use outcome::{Attempted, Preconditions, ReloadOutcome};
 use slot::Slot;
 
 /// How long a reload waits for the ports it released to be free.
@@ -49,6 +49,11 @@ impl Engine {
 
     /// Like [`Engine::reload`], under every precondition `pre` names.
     pub fn reload_if(self: &Arc<Self>, bytes: &[u8], pre: Preconditions<'_>) -> ReloadOutcome {
+        self.attempt_reload(bytes, pre).outcome
+    }
+
+    /// Like [`Engine::reload_if`], with the attempt's number and version.
+    pub fn attempt_reload(self: &Arc<Self>, bytes: &[u8], pre: Preconditions<'_>) -> Attempted {
         match self.reload_with(
             || Ok::<_, std::convert::Infallible>(Cow::Borrowed(bytes)),
             pre,
@@ -65,7 +70,7 @@ impl Engine {
     pub fn reload_reading<E>(
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Vec<u8>, E>,
-    ) -> Result<ReloadOutcome, E> {
+    ) -> Result<Attempted, E> {
         self.reload_with(|| read().map(Cow::Owned), Preconditions::default())
     }
 
@@ -73,7 +78,8 @@ impl Engine {
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Cow<'b, [u8]>, E>,
         pre: Preconditions<'_>,
-    ) -> Result<ReloadOutcome, E> {
+    ) -> Result<Attempted, E> {
+        let attempt = self.next_attempt();
         let at = SystemTime::now();
         let start = Instant::now();
         let slot = {
@@ -104,8 +110,12 @@ impl Engine {
                 (outcome, Some(self.attempted(&bytes, failed)))
             }
         };
-        self.report(&outcome, at, requested.as_ref(), start.elapsed());
-        Ok(outcome)
+        self.report(&outcome, attempt, at, requested.as_ref(), start.elapsed());
+        Ok(Attempted {
+            attempt,
+            version: requested,
+            outcome,
+        })
     }
 
     /// Waits until no reload runs (at once when none does), for a caller

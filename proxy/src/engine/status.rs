@@ -120,8 +120,16 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A number for a new reload or validation attempt.
+    pub(super) fn next_attempt(&self) -> u64 {
+        self.next_attempt
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_reload(
         &self,
+        attempt: u64,
         at: SystemTime,
         result: ReloadStatus,
         requested_version: Option<AttemptedVersion>,
@@ -140,6 +148,7 @@ impl Engine {
             // Status is read without a token: whatever the error quotes is
             // escaped and cut (again: already so from a reload's outcome).
             error: error.map(|e| echoed_within(&e, MAX_REASON_CHARS)),
+            attempt,
         });
     }
 
@@ -158,7 +167,12 @@ impl Engine {
         });
     }
 
-    pub(super) fn record_validation(&self, requested_version: AttemptedVersion, errors: usize) {
+    pub(super) fn record_validation(
+        &self,
+        attempt: u64,
+        requested_version: AttemptedVersion,
+        errors: usize,
+    ) {
         if errors > 0 {
             self.record_failure(
                 requested_version.clone(),
@@ -175,6 +189,7 @@ impl Engine {
             },
             requested_version: Some(requested_version),
             errors,
+            attempt,
         });
     }
 }

@@ -35,6 +35,7 @@ impl Engine {
     /// file source) and compares them with the configuration in force.
     /// Changes nothing but the record of the last validation attempt.
     pub fn validate(&self, bytes: &[u8]) -> ValidateOutcome {
+        let attempt = self.next_attempt();
         let current = self.config();
         let version = crate::config::config_version(bytes);
         let requested = AttemptedVersion::from(version.clone());
@@ -67,7 +68,7 @@ impl Engine {
                 (errors.len(), requested)
             }
         };
-        self.record_validation(requested, errors);
+        self.record_validation(attempt, requested, errors);
         outcome
     }
 }

@@ -152,7 +152,8 @@ fn sighup_reloads_the_file_and_sigterm_drains_and_exits_zero() {
         "{logs}"
     );
     assert!(logs.contains("\"message\":\"stopped\""), "{logs}");
-    // The SIGHUP reload's audit line: who (the signal), which version, how.
+    // The SIGHUP reload's audit line: who (the signal), which version and
+    // attempt, how.
     let audit = proxy
         .logs()
         .into_iter()
@@ -161,6 +162,7 @@ fn sighup_reloads_the_file_and_sigterm_drains_and_exits_zero() {
     for part in [
         "\"caller\":\"signal:SIGHUP\"",
         "\"outcome\":\"applied\"",
+        "\"attempt\":",
         &v2,
     ] {
         assert!(audit.contains(part), "{part}: {audit}");

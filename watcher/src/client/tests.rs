@@ -122,6 +122,7 @@ fn an_applied_reload_says_what_waits_for_a_restart() {
         duration_ms: 1.5,
         restart_required: vec!["admin.listen changed".to_owned()],
         clusters_failed: Vec::new(),
+        attempt: 7,
     };
     assert_eq!(
         reload_answer(200, &body!(ReloadAnswer::Applied(applied))),

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use sluice_admin_api::{UpstreamCheckFailure, echoed, echoed_within};
+use sluice_admin_api::{AttemptedVersion, UpstreamCheckFailure, echoed, echoed_within};
 
 use crate::engine::MAX_REASON_CHARS;
 
@@ -18,6 +18,18 @@ pub struct Preconditions<'a> {
     /// The effective version the bytes sent must have with their referenced
     /// files as read for this reload.
     pub effective: Option<&'a str>,
+}
+
+/// One reload attempt: its number, the version it was about, how it ended.
+#[derive(Debug, Clone)]
+pub struct Attempted {
+    /// This process's number for it (from 1, shared with validations).
+    pub attempt: u64,
+    /// The version status records it under; `None` when it was refused
+    /// before it read its bytes (another reload running).
+    pub version: Option<AttemptedVersion>,
+    /// How it ended.
+    pub outcome: ReloadOutcome,
 }
 
 /// How a reload ended.

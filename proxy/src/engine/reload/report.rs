@@ -27,56 +27,19 @@ impl Engine {
         version.into()
     }
 
+    /// Leaves attempt number `attempt`'s record (`requested` is its version;
+    /// unknown for a SIGHUP refused before it read the file): status, the
+    /// metrics and the log line.
     pub(super) fn report(
         &self,
         outcome: &ReloadOutcome,
+        attempt: u64,
         at: SystemTime,
         requested: Option<&AttemptedVersion>,
         took: Duration,
     ) {
-        // Unknown for a SIGHUP refused before it read the file.
         let version = requested.cloned();
-        let (result, modified, error) = match outcome {
-            ReloadOutcome::Applied { changes, .. } => {
-                let touched = Touched {
-                    added: changes.added.clone(),
-                    modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
-                    removed: changes.removed.clone(),
-                };
-                (ReloadStatus::Applied, touched, None)
-            }
-            ReloadOutcome::Unchanged { .. } => (ReloadStatus::Unchanged, Touched::default(), None),
-            ReloadOutcome::Rejected { errors, .. } => (
-                ReloadStatus::Rejected,
-                Touched::default(),
-                Some(format!("configuration invalid: {} errors", errors.len())),
-            ),
-            ReloadOutcome::PreconditionFailed { current, effective } => (
-                ReloadStatus::PreconditionFailed,
-                Touched::default(),
-                Some(match effective {
-                    None => format!("If-Match does not match the version in force ({current})"),
-                    Some(found) => format!(
-                        "If-Effective-Match does not match the referenced files as read now ({found})"
-                    ),
-                }),
-            ),
-            ReloadOutcome::Failed { reason, .. } => (
-                ReloadStatus::Failed,
-                Touched::default(),
-                Some(reason.clone()),
-            ),
-            ReloadOutcome::Busy { .. } => (
-                ReloadStatus::Conflict,
-                Touched::default(),
-                Some("another reload is in progress".to_owned()),
-            ),
-            ReloadOutcome::ShuttingDown { .. } => (
-                ReloadStatus::ShuttingDown,
-                Touched::default(),
-                Some("the proxy is shutting down".to_owned()),
-            ),
-        };
+        let (result, modified, error) = summary(outcome);
         let detail = match outcome {
             ReloadOutcome::Applied {
                 changes, failed, ..
@@ -94,21 +57,70 @@ impl Engine {
         // the log line finds the attempt in `/admin/config/status`. A refused
         // concurrent attempt does not overwrite the running one's record.
         if result != ReloadStatus::Conflict {
-            let stage = match outcome {
-                ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
-                ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
-                    Some(FailureStage::UpstreamCheck)
-                }
-                ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
-                _ => None,
-            };
-            if let (Some(stage), Some(reason), Some(version)) = (stage, &error, &version) {
+            if let (Some(stage), Some(reason), Some(version)) =
+                (failure_stage(outcome), &error, &version)
+            {
                 self.record_failure(version.clone(), stage, reason.clone());
             }
-            self.record_reload(at, result, version.clone(), took, modified, error);
+            self.record_reload(attempt, at, result, version.clone(), took, modified, error);
         }
         let label = version.as_ref().map_or("", AttemptedVersion::as_str);
-        self.events.reload(result, label, took, &detail);
+        self.events.reload(result, attempt, label, took, &detail);
+    }
+}
+
+/// The status of an attempt that ended with `outcome`, the clusters it
+/// touched, and why it did not apply.
+fn summary(outcome: &ReloadOutcome) -> (ReloadStatus, Touched, Option<String>) {
+    let none = Touched::default();
+    match outcome {
+        ReloadOutcome::Applied { changes, .. } => {
+            let touched = Touched {
+                added: changes.added.clone(),
+                modified: changes.modified.iter().map(|m| m.name.clone()).collect(),
+                removed: changes.removed.clone(),
+            };
+            (ReloadStatus::Applied, touched, None)
+        }
+        ReloadOutcome::Unchanged { .. } => (ReloadStatus::Unchanged, none, None),
+        ReloadOutcome::Rejected { errors, .. } => (
+            ReloadStatus::Rejected,
+            none,
+            Some(format!("configuration invalid: {} errors", errors.len())),
+        ),
+        ReloadOutcome::PreconditionFailed { current, effective } => (
+            ReloadStatus::PreconditionFailed,
+            none,
+            Some(match effective {
+                None => format!("If-Match does not match the version in force ({current})"),
+                Some(found) => format!(
+                    "If-Effective-Match does not match the referenced files as read now ({found})"
+                ),
+            }),
+        ),
+        ReloadOutcome::Failed { reason, .. } => (ReloadStatus::Failed, none, Some(reason.clone())),
+        ReloadOutcome::Busy { .. } => (
+            ReloadStatus::Conflict,
+            none,
+            Some("another reload is in progress".to_owned()),
+        ),
+        ReloadOutcome::ShuttingDown { .. } => (
+            ReloadStatus::ShuttingDown,
+            none,
+            Some("the proxy is shutting down".to_owned()),
+        ),
+    }
+}
+
+/// Where an attempt that ended with `outcome` failed, if it did.
+fn failure_stage(outcome: &ReloadOutcome) -> Option<FailureStage> {
+    match outcome {
+        ReloadOutcome::Rejected { .. } => Some(FailureStage::Validate),
+        ReloadOutcome::Failed { upstream, .. } if !upstream.is_empty() => {
+            Some(FailureStage::UpstreamCheck)
+        }
+        ReloadOutcome::Failed { .. } => Some(FailureStage::Reload),
+        _ => None,
     }
 }
 

@@ -20,6 +20,7 @@ mod args;
 mod checks;
 mod context;
 mod edges;
+mod excerpt;
 mod metrics;
 mod monitor;
 mod outcome;

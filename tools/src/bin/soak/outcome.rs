@@ -3,24 +3,22 @@
 //! for how it ended.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::de::DeserializeOwned;
-use sluice_admin_api::{Clusters, ConfigStatus, endpoints};
+use sluice_admin_api::{Clusters, ConfigStatus, FailureStage, endpoints};
 use sluice_testkit::config::version;
 use sluice_testkit::http;
 use sluice_testkit::volume::Volume;
-
-use crate::metrics::Exposition;
 
 /// How a published change ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// The proxy runs it.
     Applied,
-    /// The watcher counted a validation rejection.
+    /// The proxy recorded this version rejected by validation.
     Rejected,
-    /// The watcher gave up on it (retries exhausted).
+    /// The proxy recorded this version failing to reload.
     Failed,
     /// None of these within the time allowed.
     TimedOut,
@@ -52,6 +50,8 @@ pub(crate) struct Endpoints {
 pub(crate) struct Observed {
     /// How it ended.
     pub(crate) outcome: Outcome,
+    /// When the volume was swapped (to find the logs' lines of the time).
+    pub(crate) at: SystemTime,
     /// From the swap to the outcome.
     pub(crate) took: Duration,
     /// The proxy's words: errors found, or why the reload failed.
@@ -76,17 +76,10 @@ pub(crate) fn generations(admin: &str) -> Option<(BTreeMap<String, u64>, usize)>
     Some((current, draining))
 }
 
-/// The watcher's rejection and failure counts.
-fn marks(watcher: &str) -> Option<(f64, f64)> {
-    let m = Exposition::scrape(watcher)?;
-    Some((
-        m.sum("sluice_watcher_validation_rejections_total", &[]),
-        m.sum("sluice_watcher_reloads_total", &[("result", "failed")]),
-    ))
-}
-
 /// Swaps the volume to `text` and waits (at most `timeout`) for the proxy
-/// to run it, or the watcher to report it rejected or failed.
+/// to run it, or to record it rejected or failed. Only what the proxy says
+/// about this very version counts: a retry of the previous step failing
+/// meanwhile (the watcher backs off and tries again) is not this step's end.
 pub(crate) fn publish(
     volume: &mut Volume,
     ends: &Endpoints,
@@ -94,46 +87,63 @@ pub(crate) fn publish(
     timeout: Duration,
 ) -> Observed {
     let wanted = version(text);
-    let (rejected, failed) = marks(&ends.watcher).unwrap_or_default();
-    let started = Instant::now();
+    let before: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
+    let (at, started) = (SystemTime::now(), Instant::now());
     volume.swap(text.as_bytes());
-    let outcome = loop {
+    let (outcome, detail) = loop {
         let status: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
-        if status.is_some_and(|s| s.current_config_version.as_str() == wanted) {
-            break Outcome::Applied;
-        }
-        match marks(&ends.watcher) {
-            Some((r, _)) if r > rejected => break Outcome::Rejected,
-            Some((_, f)) if f > failed => break Outcome::Failed,
-            _ => {}
+        if let Some(ended) = status
+            .as_ref()
+            .and_then(|now| judge(&wanted, before.as_ref(), now))
+        {
+            break ended;
         }
         if started.elapsed() >= timeout {
-            break Outcome::TimedOut;
+            let last = status.and_then(|s| s.last_reload_attempt);
+            break (Outcome::TimedOut, format!("last reload attempt: {last:?}"));
         }
         std::thread::sleep(Duration::from_millis(25));
     };
-    let took = started.elapsed();
-    let status: Option<ConfigStatus> = admin_get(&ends.admin, endpoints::STATUS);
-    let detail = match outcome {
-        Outcome::Rejected => match status.and_then(|s| s.last_validation_attempt) {
-            Some(v)
-                if v.requested_version
-                    .as_ref()
-                    .is_some_and(|r| r.as_str() == wanted) =>
-            {
-                format!("{} error(s)", v.errors)
-            }
-            v => format!("the proxy's last validation was not this version: {v:?}"),
-        },
-        Outcome::Failed | Outcome::TimedOut => status
-            .and_then(|s| s.last_reload_attempt)
-            .and_then(|r| r.error)
-            .unwrap_or_default(),
-        Outcome::Applied => String::new(),
-    };
     Observed {
         outcome,
-        took,
+        at,
+        took: started.elapsed(),
         detail,
     }
 }
+
+/// How the version `wanted` ended, by the proxy's status `now` (`before`
+/// is its status when the step began), with the proxy's words; `None`
+/// while it has not ended. Applied when it is in force; rejected or failed
+/// only when the proxy recorded a failure of THAT version since `before`.
+pub(crate) fn judge(
+    wanted: &str,
+    before: Option<&ConfigStatus>,
+    now: &ConfigStatus,
+) -> Option<(Outcome, String)> {
+    if now.current_config_version.as_str() == wanted {
+        return Some((Outcome::Applied, String::new()));
+    }
+    let failed = now.last_failed_version.as_ref()?;
+    let seen_before = before.and_then(|b| b.last_failed_version.as_ref()) == Some(failed);
+    if failed.version.as_str() != wanted || seen_before {
+        return None;
+    }
+    if failed.stage != FailureStage::Validate {
+        return Some((Outcome::Failed, failed.reason.clone()));
+    }
+    let detail = match &now.last_validation_attempt {
+        Some(v)
+            if v.requested_version
+                .as_ref()
+                .is_some_and(|r| r.as_str() == wanted) =>
+        {
+            format!("{} error(s)", v.errors)
+        }
+        _ => failed.reason.clone(),
+    };
+    Some((Outcome::Rejected, detail))
+}
+
+#[cfg(test)]
+mod tests;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::args::Args;
 use crate::checks::{Check, FD_SLACK};
 use crate::context;
+use crate::excerpt;
 use crate::outcome::Outcome;
 use crate::plan::Kind;
 use crate::run::Collected;
@@ -79,6 +80,7 @@ pub(crate) fn json(c: &Collected, args: &Args, checks: &[Check]) -> Value {
         "clients": {"unchanged": c.clients[0], "modified": c.clients[1]},
         "probes": c.probes,
         "reloads": {"total": c.records.len(), "by_kind": by_kind(c), "steps": steps},
+        "failing_steps": excerpt::failing_steps(&c.records, &c.logs),
         "proxy": {
             "usage": c.tracks.first().map(|t| &t.1),
             "idle": {
@@ -216,5 +218,18 @@ pub(crate) fn table(r: &Value) -> String {
         let mark = if c["ok"] == true { "ok  " } else { "FAIL" };
         let _ = writeln!(t, "{mark} {}: {}", cell(&c["check"]), cell(&c["detail"]));
     }
+    failing_steps(&mut t, r);
     t
+}
+
+/// The logs' lines around each step that did not end as its kind requires.
+fn failing_steps(t: &mut String, r: &Value) {
+    for step in r["failing_steps"].as_array().into_iter().flatten() {
+        for log in ["soak", "proxy", "watcher"] {
+            let _ = writeln!(t, "\nstep {}, {log}'s log:", step["step"]);
+            for line in step[log].as_array().into_iter().flatten() {
+                let _ = writeln!(t, "  {}", cell(line));
+            }
+        }
+    }
 }

@@ -83,6 +83,8 @@ pub(crate) struct Collected {
     pub(crate) generations: BTreeMap<String, u64>,
     /// Warning and error lines per `level: message`, proxy then watcher.
     pub(crate) warnings: [BTreeMap<String, usize>; 2],
+    /// The proxy's and the watcher's log lines, for the failing steps.
+    pub(crate) logs: [Vec<String>; 2],
     /// tansu's address and the proxy's ports.
     pub(crate) endpoints: (String, Ports),
     /// Why the reloads stopped early, if they did.
@@ -172,6 +174,7 @@ pub(crate) fn run(args: &Args) -> Collected {
         unchanged_reconnections,
         generations: generations(&ends.admin).unwrap_or_default().0,
         warnings: [warnings(&proxy.logs()), warnings(&watcher.logs())],
+        logs: [proxy.logs(), watcher.logs()],
         endpoints: (tansu.addr.clone(), p),
         aborted,
         disturbed,
