@@ -11,6 +11,7 @@ use sluice_testkit::bin;
 use sluice_tests::manifests::{Rendered, render, render_error};
 use sluice_tests::python;
 
+mod hardening;
 mod mounts;
 mod roots;
 mod self_signed;
@@ -362,41 +363,4 @@ fn the_no_cert_manager_overlay_says_to_run_its_script_before_it_renders() {
     // The first error a user meets names the folder the script fills.
     let error = render_error("no-cert-manager");
     assert!(error.contains("run-gen-certs.sh-first"), "{error}");
-}
-
-#[test]
-fn every_container_is_hardened_and_bounded() {
-    for (name, r) in rendered() {
-        for (container, c, pod) in containers(&r) {
-            let at = format!("{name}/{container}");
-            let sc = &c["securityContext"];
-            assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{at}");
-            assert_eq!(
-                pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
-                "{at}"
-            );
-            assert_eq!(sc["readOnlyRootFilesystem"], true, "{at}");
-            assert_eq!(sc["allowPrivilegeEscalation"], false, "{at}");
-            assert_eq!(
-                sc["capabilities"]["drop"],
-                serde_json::json!(["ALL"]),
-                "{at}"
-            );
-            for kind in ["requests", "limits"] {
-                assert!(
-                    c["resources"][kind]["cpu"].is_string()
-                        && c["resources"][kind]["memory"].is_string(),
-                    "{at}: {kind}"
-                );
-            }
-        }
-        assert_eq!(r.kind("PodDisruptionBudget").len(), 2, "{name}");
-        assert_eq!(r.kind("NetworkPolicy").len(), 2, "{name}");
-        webhook_policy::admits_its_port_only(name, &r);
-        let role = r.get("Role", "sluice-proxy-events");
-        assert_eq!(
-            role["rules"],
-            serde_json::json!([{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}])
-        );
-    }
 }
