@@ -30,6 +30,19 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
+/// The body, or the answer to a body that could not be read (its audit
+/// line written).
+fn audited_body(
+    raw: Result<Bytes, BytesRejection>,
+    caller: &Caller,
+    endpoint: &str,
+) -> Result<Bytes, Response> {
+    body(raw).map_err(|e| {
+        audit(caller, endpoint, None, None, error_outcome(&e));
+        e.into_response()
+    })
+}
+
 /// How a call that never reached the engine ended, for the audit line.
 fn error_outcome(e: &ApiError) -> &'static str {
     match e {
@@ -48,12 +61,9 @@ pub(super) async fn validate(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     const ENDPOINT: &str = endpoints::VALIDATE;
-    let bytes = match body(raw) {
+    let bytes = match audited_body(raw, &caller, ENDPOINT) {
         Ok(bytes) => bytes,
-        Err(e) => {
-            audit(&caller, ENDPOINT, None, None, error_outcome(&e));
-            return e.into_response();
-        }
+        Err(refused) => return refused,
     };
     let version = crate::config::config_version(&bytes);
     let engine = Arc::clone(&s.engine);
@@ -86,12 +96,9 @@ pub(super) async fn reload(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     const ENDPOINT: &str = endpoints::RELOAD;
-    let bytes = match body(raw) {
+    let bytes = match audited_body(raw, &caller, ENDPOINT) {
         Ok(bytes) => bytes,
-        Err(e) => {
-            audit(&caller, ENDPOINT, None, None, error_outcome(&e));
-            return e.into_response();
-        }
+        Err(refused) => return refused,
     };
     let version = crate::config::config_version(&bytes);
     let precondition = |name: &str| {
