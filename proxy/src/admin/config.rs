@@ -30,17 +30,13 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-/// The body, or the answer to a body that could not be read (its audit
-/// line written).
+/// The body, or why it could not be read (its audit line written).
 fn audited_body(
     raw: Result<Bytes, BytesRejection>,
     caller: &Caller,
     endpoint: &str,
-) -> Result<Bytes, Response> {
-    body(raw).map_err(|e| {
-        audit(caller, endpoint, None, None, error_outcome(&e));
-        e.into_response()
-    })
+) -> Result<Bytes, ApiError> {
+    body(raw).inspect_err(|e| audit(caller, endpoint, None, None, error_outcome(e)))
 }
 
 /// How a call that never reached the engine ended, for the audit line.
@@ -63,7 +59,7 @@ pub(super) async fn validate(
     const ENDPOINT: &str = endpoints::VALIDATE;
     let bytes = match audited_body(raw, &caller, ENDPOINT) {
         Ok(bytes) => bytes,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let version = crate::config::config_version(&bytes);
     let engine = Arc::clone(&s.engine);
@@ -98,7 +94,7 @@ pub(super) async fn reload(
     const ENDPOINT: &str = endpoints::RELOAD;
     let bytes = match audited_body(raw, &caller, ENDPOINT) {
         Ok(bytes) => bytes,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let version = crate::config::config_version(&bytes);
     let precondition = |name: &str| {
