@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Json, Response};
-use sluice_admin_api::{ConfigStatus, ReloadAnswer, ValidateAnswer, endpoints};
+use sluice_admin_api::{ConfigStatus, ConfigVersion, ReloadAnswer, ValidateAnswer, endpoints};
 
 use super::error::ApiError;
 use super::events::{Caller, audit};
@@ -37,6 +37,18 @@ fn audited_body(
     endpoint: &str,
 ) -> Result<Bytes, ApiError> {
     body(raw).inspect_err(|e| audit(caller, endpoint, None, None, error_outcome(e)))
+}
+
+/// The answer to a call whose engine task failed (its audit line written).
+fn internal(caller: &Caller, endpoint: &str, version: &ConfigVersion) -> Response {
+    audit(
+        caller,
+        endpoint,
+        Some(version.as_str()),
+        None,
+        "internal_error",
+    );
+    ApiError::Internal.into_response()
 }
 
 /// How a call that never reached the engine ended, for the audit line.
@@ -65,16 +77,7 @@ pub(super) async fn validate(
     let engine = Arc::clone(&s.engine);
     let answer = match tokio::task::spawn_blocking(move || engine.validate(&bytes)).await {
         Ok(outcome) => answer::validate(outcome),
-        Err(_) => {
-            audit(
-                &caller,
-                ENDPOINT,
-                Some(version.as_str()),
-                None,
-                "internal_error",
-            );
-            return ApiError::Internal.into_response();
-        }
+        Err(_) => return internal(&caller, ENDPOINT, &version),
     };
     let outcome = match &answer {
         ValidateAnswer::Valid(_) => "valid",
@@ -119,16 +122,7 @@ pub(super) async fn reload(
             done.attempt,
             answer::reload(done.outcome).numbered(done.attempt, done.version),
         ),
-        Err(_) => {
-            audit(
-                &caller,
-                ENDPOINT,
-                Some(version.as_str()),
-                None,
-                "internal_error",
-            );
-            return ApiError::Internal.into_response();
-        }
+        Err(_) => return internal(&caller, ENDPOINT, &version),
     };
     audit(
         &caller,

@@ -4,8 +4,6 @@
 //! are counted, logged without the token and slowed, and every admitted
 //! call leaves one audit line.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -13,6 +11,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use sha2::{Digest, Sha256};
 use sluice_proxy::admin::{FAILURE_DELAY, MAX_DELAYED};
+use sluice_testkit::logs::Logs;
 
 use super::admin_api::{Api, TOKEN};
 
@@ -34,42 +33,6 @@ fn post(api: &Api, path: &str, from: &str, headers: &[(&str, &str)]) -> Request<
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")
-}
-
-/// Every log line written while the returned guard lives, as text.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Logs {
-        self.clone()
-    }
-}
-
-impl Logs {
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
-        let logs = Logs::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(logs.clone())
-            .with_ansi(false)
-            .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
 }
 
 #[tokio::test]

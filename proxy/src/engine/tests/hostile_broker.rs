@@ -4,36 +4,16 @@
 //! scrubbed. (Run alone, the captured log shows the escaped line; with
 //! other tests in parallel the capture may miss it, so it is not required.)
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use sluice_admin_api::MAX_ECHO_CHARS;
+use sluice_testkit::logs::Logs;
 
 use super::free_ports as ports;
 use crate::config::{MemoryFiles, validate};
 use crate::dataplane::check::hostile::{self, Answer, PASSWORD, USERNAME, assert_harmless};
 use crate::engine::{Engine, ReloadOutcome};
 use crate::metrics::Metrics;
-
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Logs {
-        self.clone()
-    }
-}
 
 fn config(port: u16, upstream: &str) -> String {
     format!(
@@ -44,12 +24,7 @@ fn config(port: u16, upstream: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_brokers_words_reach_outcome_status_and_log_harmless() {
-    let logs = Logs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Logs::capture();
     let files = MemoryFiles::default()
         .with("user", USERNAME.as_bytes())
         .with("pass", PASSWORD.as_bytes());
@@ -90,7 +65,7 @@ async fn a_hostile_brokers_words_reach_outcome_status_and_log_harmless() {
     // The log's fields are these same texts: the reload's failure event
     // carries `reason`, the check's warning the same text through `echoed`.
     // Whatever this thread's subscriber saw holds to the same rules.
-    let log = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let log = logs.text();
     for line in log.lines() {
         assert!(!line.starts_with("2026-01-01T00:00:00Z ERROR"), "{line}");
         assert_harmless(line, 4 * MAX_ECHO_CHARS + 400);
