@@ -10,6 +10,7 @@
 //!
 //! - [`endpoints`]: paths, methods, request bodies and headers
 //! - [`problem`]: one configuration error and its `line:column: path: message` line
+//! - [`analysis`]: the client-side analysis of a version, and its findings
 //! - [`changes`]: what a reload changes, per virtual cluster
 //! - [`validate`]: `POST /admin/config/validate`
 //! - [`reload`]: `POST /admin/config/reload`
@@ -22,6 +23,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod analysis;
 pub mod changes;
 pub mod clusters;
 pub mod echo;
@@ -34,6 +36,9 @@ pub mod status;
 pub mod validate;
 pub mod version;
 
+pub use analysis::{
+    Analysis, ClientSignals, ClusterAnalysis, DoorStep, Finding, FrontDoor, Verdict,
+};
 pub use changes::{Changes, ModifiedCluster};
 pub use clusters::{ClusterState, ClusterStatus, Clusters, DrainingStatus, SniNames};
 pub use echo::{MAX_ECHO_CHARS, echoed, echoed_within};

@@ -56,6 +56,16 @@ pub struct ConfigStatus {
     /// Clusters whose current generation is failed, and why.
     #[serde(default)]
     pub clusters_failed: Vec<FailedCluster>,
+    /// The client-side analysis of the last version applied, if one ran
+    /// (see [`crate::analysis`]). A gate waits while it is `running`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<crate::analysis::Analysis>,
+    /// Whether the proxy started held (`run --hold`): its data plane waits
+    /// for a watcher to pick the version to serve (a reload) or to release
+    /// it, so that a pod started during a halted rollout never serves the
+    /// halted version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 impl ConfigStatus {
@@ -77,6 +87,8 @@ impl ConfigStatus {
             running_for_ms: 0,
             last_failed_version: None,
             clusters_failed: Vec::new(),
+            analysis: None,
+            held: false,
         }
     }
 }
@@ -123,6 +135,9 @@ pub enum FailureStage {
     UpstreamCheck,
     /// Preparing the reload failed (a port taken, say).
     Reload,
+    /// The client-side analysis found a regression after the version was
+    /// applied; the proxy returned to the version before it.
+    ClientCheck,
 }
 
 /// A cluster whose current generation failed.

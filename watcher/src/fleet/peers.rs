@@ -292,5 +292,6 @@ fn stage(s: sluice_admin_api::FailureStage) -> &'static str {
         sluice_admin_api::FailureStage::Validate => "validation",
         sluice_admin_api::FailureStage::UpstreamCheck => "upstream check",
         sluice_admin_api::FailureStage::Reload => "reload",
+        sluice_admin_api::FailureStage::ClientCheck => "client-side check",
     }
 }
