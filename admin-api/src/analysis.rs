@@ -151,6 +151,11 @@ pub struct DoorStep {
     /// Why not, as a person reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For `metadata`: the brokers it advertised, `node <id> at
+    /// <host>:<port>`, by node id (a broker advertised before and missing
+    /// after is a finding: a node id the gateway maps to no port).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advertised: Vec<String>,
 }
 
 /// What the proxy counted of one virtual cluster's clients over a window.
