@@ -41,6 +41,7 @@ mod fleet;
 mod gateway;
 mod lock;
 mod manifests;
+mod matrix;
 mod memory;
 mod ops;
 mod own_client;

@@ -18,14 +18,14 @@ use sluice_tests::python;
 
 /// A cluster `name` in front of `upstream`, its bootstrap on `base` and
 /// ports for nodes `first..first + count` after it.
-fn cluster(name: &str, upstream: &str, base: u16, first: i32, count: u16) -> String {
+pub(crate) fn cluster(name: &str, upstream: &str, base: u16, first: i32, count: u16) -> String {
     format!(
         "  - name: {name}\n    upstream: {{ bootstrapServers: [\"{upstream}\"] }}\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: {count}, firstNodeId: {first} }}\n",
         base + 1
     )
 }
 
-fn config(clusters: &[String]) -> String {
+pub(crate) fn config(clusters: &[String]) -> String {
     format!(
         "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n{}",
         clusters.concat()
