@@ -243,3 +243,50 @@ fn a_ca_file_without_a_certificate_is_refused() {
         "virtual cluster orders: front door CA file: no certificate in it"
     );
 }
+
+#[tokio::test]
+async fn sni_routing_bootstraps_on_the_bootstrap_host_with_it_as_the_server_name() {
+    let tansu = Tansu::start();
+    let port = sluice_testkit::ports::port();
+    let ca = Ca::new("sni CA");
+    let leaf = ca.sign(&["localhost", "broker-111.localhost"], "sni", Some(1));
+    let files = MemoryFiles::default()
+        .with("sni.crt", leaf.cert.as_bytes())
+        .with("sni.key", leaf.key.as_bytes());
+    let text = format!(
+        "virtualClusters:
+  - name: orders
+    upstream: {{ bootstrapServers: [\"{}\"] }}
+    gateway:
+      listenHost: 127.0.0.1
+      sni: {{ port: {port}, bootstrapHost: localhost, brokerHostPattern: \"broker-$(nodeId).localhost\" }}
+      tls: {{ certFile: sni.crt, keyFile: sni.key }}
+",
+        tansu.addr
+    );
+    let engine = start(&text, &files);
+    // The chain is the leaf only: the CA file is the trust.
+    let door = door_check(&engine, Some(ca.pem.as_bytes())).await;
+    let broker = format!("broker-{TANSU_NODE_ID}.localhost:{port}");
+    assert_eq!(
+        names(&door)[..2],
+        [("bootstrap", true), ("metadata", true)],
+        "{door:?}"
+    );
+    assert_eq!(door.steps[0].address, format!("localhost:{port}"));
+    assert_eq!(
+        door.steps[1].advertised,
+        [format!("node {TANSU_NODE_ID} at {broker}")]
+    );
+    // Whether `*.localhost` resolves depends on the host's resolver; either
+    // way the step names the broker it tried.
+    let brokers = &door.steps[2];
+    assert_eq!(brokers.address, broker);
+    if let Some(error) = &brokers.error {
+        assert!(
+            error.starts_with(&format!("node {TANSU_NODE_ID} at {broker}: connect: ")),
+            "{error}"
+        );
+    }
+    engine.shutdown().await;
+}
