@@ -23,7 +23,7 @@
 mod block;
 mod buffer;
 pub(crate) mod check;
-mod client;
+pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod connection;
 mod direction;
@@ -39,7 +39,7 @@ pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod sni;
 mod splice;
-mod stream;
+pub(crate) mod stream;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

@@ -7,6 +7,7 @@
 //! - [`lifecycle`]: the pure state machine of a cluster generation
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
+//! - [`frontdoor`]: the front-door check, a cluster's gateway as a client sees it
 //! - [`admin`]: the admin HTTP API
 //! - [`server`]: `sluice-proxy run`
 //! - [`cli`]: the command line, drivable in-process
@@ -24,6 +25,7 @@ mod dataplane;
 pub mod engine;
 mod events;
 mod filter;
+pub mod frontdoor;
 mod lifecycle;
 pub mod metrics;
 pub mod server;

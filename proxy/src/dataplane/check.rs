@@ -192,7 +192,7 @@ async fn one(
     }
 }
 
-fn cause(e: UpstreamError) -> Cause {
+pub(crate) fn cause(e: UpstreamError) -> Cause {
     match e {
         UpstreamError::Connect { source, .. }
             if source.kind() == std::io::ErrorKind::ConnectionRefused =>
