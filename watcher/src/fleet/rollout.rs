@@ -188,6 +188,11 @@ impl Rollout {
         }
     }
 
+    /// How often the peers (and this pod's proxy) are asked while waiting.
+    pub fn poll(&self) -> Duration {
+        self.settings.poll
+    }
+
     /// Records that this pod's own proxy failed the configuration `config`
     /// (its reload or validation): the rollout halts here too.
     pub fn failed_here(
