@@ -246,10 +246,7 @@ impl Rollout {
         if content.digest.as_ref() == Some(&status.current_config_version) {
             referenced.set(status.files.clone());
         }
-        let proxy = Proxy {
-            config: status.current_config_version,
-            effective: status.effective_version,
-        };
+        let proxy = Proxy::of(&status);
         let seen = referenced.seen(content);
         let observed = Observed {
             stage: &Stage::AtGate,
