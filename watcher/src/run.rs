@@ -373,24 +373,12 @@ impl Passes {
             return None;
         };
         let tools = (&self.client, &*self.metrics, &*self.heartbeat);
-        match after_apply(
-            rollout,
-            tools,
-            &mut self.rx,
-            &mut self.memory,
-            config,
-            found,
-        )
-        .await
-        {
+        let (rx, memory) = (&mut self.rx, &mut self.memory);
+        match after_apply(rollout, tools, rx, memory, config, found).await {
             AfterApply::Done => None,
             AfterApply::Halted(message) => {
-                event(
-                    self.events.as_ref(),
-                    Kind::Warning,
-                    "ClientCheckFailed",
-                    message,
-                );
+                let events = self.events.as_ref();
+                event(events, Kind::Warning, "ClientCheckFailed", message);
                 None
             }
             AfterApply::Superseded(c) => {
