@@ -24,8 +24,10 @@ use crate::volume::WatchOptions;
 ///
 /// With peers (`--peers` or `--peers-dns`), pods roll a version out in
 /// order: the canary (slot 0) first, the others once every lower slot runs
-/// it and the canary has run it for `--canary-soak`; any pod's failure halts
-/// the rollout everywhere. `sluice-watcher fleet` shows every pod's state.
+/// it, the canary has run it for `--canary-soak` and its client-side
+/// analysis of it is over; any pod's failure (a regression its proxy found
+/// among them) halts the rollout everywhere. `sluice-watcher fleet` shows
+/// every pod's state.
 #[derive(Debug, Parser)]
 #[command(
     name = "sluice-watcher",
@@ -106,7 +108,10 @@ pub struct Args {
     #[command(flatten)]
     pub peers: PeerArgs,
     /// How long the canary must run a new version, ready and without a newly
-    /// failed cluster, before the next pods apply it (with peers). 0 is allowed.
+    /// failed cluster, before the next pods apply it (with peers). 0 is
+    /// allowed. The next pods also wait while the canary's client-side
+    /// analysis of the version runs: keep it at least the proxies' analysis
+    /// window (30s by default).
     #[arg(long, default_value = "30s", value_parser = duration, env = "SLUICE_CANARY_SOAK")]
     pub canary_soak: Duration,
     /// A peer silent this long is left out of the rollout gate (a pod that is
@@ -162,7 +167,8 @@ impl PeerArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Print one line per pod: slot, instance, version in force, last
-    /// attempt, ready, and what failed; and whether a rollout is halted.
+    /// attempt, ready, the client-side analysis' verdict, and what failed
+    /// (with a regression's first finding); and whether a rollout is halted.
     /// Exit status 0, or 1 when a rollout is halted.
     Fleet(FleetArgs),
 }

@@ -8,7 +8,9 @@
 //! "Does my proxy already run this?" is answered here only ([`runs`]), for
 //! the gate's target and for the apply alike.
 
-use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion};
+use sluice_admin_api::{
+    AttemptedVersion, ConfigStatus, ConfigVersion, EffectiveVersion, FailureStage,
+};
 
 use crate::target::Target;
 
@@ -50,6 +52,32 @@ pub struct Proxy {
     pub config: ConfigVersion,
     /// The configuration in force and its files as the proxy loaded them.
     pub effective: EffectiveVersion,
+    /// A version its client-side check failed, which it returned from by
+    /// itself (its `lastFailedVersion` with stage `client_check`): sending
+    /// it again would break its clients again for the analysis window.
+    pub returned_from: Option<AttemptedVersion>,
+}
+
+impl Proxy {
+    /// What `status` says it runs.
+    pub fn of(status: &ConfigStatus) -> Proxy {
+        Proxy {
+            config: status.current_config_version.clone(),
+            effective: status.effective_version.clone(),
+            returned_from: status
+                .last_failed_version
+                .as_ref()
+                .filter(|f| f.stage == FailureStage::ClientCheck)
+                .map(|f| f.version.clone()),
+        }
+    }
+
+    /// Whether it returned from `seen` (its configuration, or these files).
+    fn returned_from(&self, seen: &Seen) -> bool {
+        self.returned_from
+            .as_ref()
+            .is_some_and(|v| *v == seen.config || *v == seen.effective)
+    }
 }
 
 /// The proxy's validation of the content.
@@ -174,6 +202,9 @@ pub enum Step {
     /// The referenced files changed since the gate opened for them: not
     /// what the peers ran; back to the gate, nothing sent.
     Regate,
+    /// Its proxy's client-side check failed it and the proxy returned from
+    /// it: never sent again (as if rejected) until the content changes.
+    ReturnedFrom,
     /// Ask its proxy to validate it.
     Validate,
     /// The proxy found it invalid: remember it rejected.
@@ -216,6 +247,7 @@ pub fn decide(observed: &Observed<'_>, memory: &Memory) -> Step {
             (None, _) => Step::AskProxy,
             (Some(proxy), None) => match runs(proxy, seen, memory.in_sync.as_ref()) {
                 Runs::This | Runs::ThisAsInSync => Step::Unchanged,
+                _ if proxy.returned_from(seen) => Step::ReturnedFrom,
                 Runs::OtherFiles if gated.as_ref().is_some_and(|g| *g != seen.effective) => {
                     Step::Regate
                 }

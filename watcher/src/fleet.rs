@@ -7,8 +7,11 @@
 //! - [`gate`]: whether this pod may apply a version now, must wait, or halts
 //! - [`peers`]: the peers' URLs and their last statuses
 //! - [`rollout`]: waiting at the gate
+//! - [`follow`]: after applying, following this pod's proxy's client-side
+//!   analysis of the version until its verdict (a regression halts)
 //! - [`view`]: `sluice-watcher fleet`, one line per pod
 
+pub mod follow;
 pub mod gate;
 pub mod peers;
 pub mod rollout;

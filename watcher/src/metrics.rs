@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+pub mod analysis;
 pub mod fleet;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -35,6 +36,8 @@ pub struct Metrics {
     lag: Histogram,
     /// The fleet rollout's metrics (slot, peers, halt).
     pub fleet: fleet::FleetMetrics,
+    /// The client-side analysis of each version applied (its verdict).
+    pub analysis: analysis::AnalysisMetrics,
 }
 
 impl Default for Metrics {
@@ -57,6 +60,7 @@ impl Metrics {
             applied: Family::default(),
             lag: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
             fleet: fleet::FleetMetrics::default(),
+            analysis: analysis::AnalysisMetrics::default(),
         };
         registry.register("swaps", "New file contents seen", m.swaps.clone());
         registry.register(
@@ -90,6 +94,7 @@ impl Metrics {
             m.lag.clone(),
         );
         m.fleet.register(&mut registry);
+        m.analysis.register(&mut registry);
         // Every result exists from the start, at 0: an alert on
         // `increase(...{result="failed"})` sees the first failure too.
         for result in ["applied", "unchanged", "rejected", "failed"] {

@@ -15,6 +15,7 @@ use tokio::time::Interval;
 use crate::client::ProxyClient;
 use crate::decide::{Memory, Observed, Stage, Step, Trigger, decide};
 use crate::events::{Kind, PodEvents};
+use crate::fleet::follow::{AfterApply, after_apply};
 use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
 pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
@@ -303,6 +304,13 @@ impl Passes {
         trigger: Trigger,
     ) -> Option<(Content, Trigger)> {
         let v = version(content);
+        // Its proxy analyses what it applies: follow it (a version found in
+        // force at start too, when its analysis still runs).
+        let follow = match outcome {
+            Outcome::Applied => Some(false),
+            Outcome::Unchanged if self.first => Some(true),
+            _ => None,
+        };
         let events = self.events.as_ref();
         let mut next = None;
         match outcome {
@@ -351,6 +359,32 @@ impl Passes {
             }
         }
         self.first = false;
-        next
+        match follow {
+            Some(found) => self.follow(content, found).await,
+            None => next,
+        }
+    }
+
+    /// With peers: follows its proxy's client-side analysis of `content`
+    /// (`found`: in force already, not applied now); a regression halts the
+    /// rollout here. Returns newer content to take at once, if any.
+    async fn follow(&mut self, content: &Content, found: bool) -> Option<(Content, Trigger)> {
+        let (Some(rollout), Some(config)) = (&mut self.rollout, &content.digest) else {
+            return None;
+        };
+        let tools = (&self.client, &*self.metrics, &*self.heartbeat);
+        let (rx, memory) = (&mut self.rx, &mut self.memory);
+        match after_apply(rollout, tools, rx, memory, config, found).await {
+            AfterApply::Done => None,
+            AfterApply::Halted(message) => {
+                let events = self.events.as_ref();
+                event(events, Kind::Warning, "ClientCheckFailed", message);
+                None
+            }
+            AfterApply::Superseded(c) => {
+                self.metrics.swap_seen(version(&c), c.data_dir.as_deref());
+                Some((c, Trigger::Config))
+            }
+        }
     }
 }

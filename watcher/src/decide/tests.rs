@@ -23,6 +23,7 @@ fn proxy(config: &str, files: &str) -> Proxy {
     Proxy {
         config: cv(config),
         effective: ev(config, files),
+        returned_from: None,
     }
 }
 
@@ -344,4 +345,55 @@ fn a_failure_is_known_by_the_last_targets_id_when_it_was_of_this_configuration()
     assert!(m.recorded(Some(&renewed), &cv("a")));
     assert!(!m.recorded(Some(&a), &cv("a")));
     assert!(!m.recorded(None, &cv("a")));
+}
+
+#[test]
+fn a_version_its_proxy_returned_from_is_never_sent_again() {
+    let a1 = seen("a", "1");
+    let returned = |from: AttemptedVersion| Proxy {
+        returned_from: Some(from),
+        ..proxy("b", "1")
+    };
+    let stage = Stage::Past { gated: None };
+    let step = |proxy: &Proxy| {
+        let observed = Observed {
+            stage: &stage,
+            seen: Some(&a1),
+            proxy: Some(proxy),
+            validated: None,
+        };
+        decide(&observed, &Memory::default())
+    };
+    // It returned from the configuration, or from these files.
+    assert_eq!(step(&returned(cv("a").into())), Step::ReturnedFrom);
+    assert_eq!(step(&returned(ev("a", "1").into())), Step::ReturnedFrom);
+    // Another version's failure does not hold this one.
+    assert_eq!(step(&returned(cv("c").into())), Step::Validate);
+    // Running it (sent again by someone else) is running it.
+    let mut running = returned(cv("a").into());
+    (running.config, running.effective) = (cv("a"), ev("a", "1"));
+    assert_eq!(step(&running), Step::Unchanged);
+}
+
+#[test]
+fn only_a_client_check_failure_is_a_version_returned_from() {
+    let mut status = ConfigStatus::running(cv("b"), ev("b", "1"));
+    assert_eq!(Proxy::of(&status).returned_from, None);
+    for (stage, returned) in [
+        (FailureStage::ClientCheck, true),
+        (FailureStage::Reload, false),
+        (FailureStage::UpstreamCheck, false),
+    ] {
+        status.last_failed_version = Some(sluice_admin_api::FailedVersion {
+            version: cv("a").into(),
+            stage,
+            reason: "r".to_owned(),
+            timestamp: String::new(),
+        });
+        assert_eq!(
+            Proxy::of(&status).returned_from.is_some(),
+            returned,
+            "{stage:?}"
+        );
+    }
 }

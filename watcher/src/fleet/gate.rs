@@ -3,10 +3,12 @@
 //!
 //! Slot 0 (the canary) applies a new version first. Slot k > 0 applies it
 //! only once every live peer with a lower slot runs it, and the canary has
-//! run it for the soak time while ready and without a newly failed cluster.
+//! run it for the soak time while ready and without a newly failed cluster,
+//! and its proxy's client-side analysis of it is no longer `running`.
 //! If any live peer reports that the version failed (its reload failed, its
-//! validate rejected it, or within the soak it became unready or a cluster
-//! failed), the rollout halts: no pod sends validate or reload for it. A peer
+//! validate rejected it, its client-side check found a regression, or within
+//! the soak it became unready or a cluster failed), the rollout halts: no pod
+//! sends validate or reload for it. A peer
 //! silent for the peer timeout is left out: a pod that is down cannot be
 //! harmed by a configuration and must not stop the fleet. A peer that
 //! answers with the old version holds the gate; that is the point.
@@ -19,7 +21,7 @@
 use std::time::{Duration, Instant};
 
 pub use crate::target::Target;
-use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion};
+use sluice_admin_api::{AttemptedVersion, ConfigVersion, EffectiveVersion, Verdict};
 
 /// The gate's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +67,47 @@ pub struct PeerStatus {
     pub newly_failed: Vec<String>,
     /// A version that failed on it, and why.
     pub failed: Option<(AttemptedVersion, String)>,
+    /// Its proxy's client-side analysis of the last version it applied
+    /// (`None` from a proxy that runs none).
+    pub analysis: Option<PeerAnalysis>,
+}
+
+/// The part of a peer proxy's client-side analysis the gate reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerAnalysis {
+    /// The version judged.
+    pub version: AttemptedVersion,
+    /// Where it stands.
+    pub verdict: Verdict,
+    /// What got worse, as a person reads it (which cluster, which step or
+    /// signal, before and after).
+    pub findings: Vec<String>,
+    /// Whether the proxy returned to the version before by itself.
+    pub reverted: bool,
+}
+
+impl PeerAnalysis {
+    /// Whether it judges `target` (a proxy may name a rollout of renewed
+    /// files by its configuration).
+    fn judges(&self, target: &Target) -> bool {
+        self.version == target.id() || self.version == target.config
+    }
+
+    /// Why the version failed the client-side check: `reason` (what the
+    /// proxy recorded in `lastFailedVersion`), else the findings; and
+    /// whether the proxy returned to the version before.
+    pub fn cause(&self, reason: &str) -> String {
+        let what = if reason.is_empty() {
+            self.findings.join("; ")
+        } else {
+            reason.to_owned()
+        };
+        let mut cause = format!("client-side check failed: {what}");
+        if self.reverted {
+            cause.push_str(" (the proxy returned to the version before by itself)");
+        }
+        cause
+    }
 }
 
 /// What this pod does about a version now.
@@ -123,6 +166,15 @@ fn halt_cause(peer: &Peer, target: &Target, now: Instant, soak: Duration) -> Opt
     let id = target.id();
     if let Some((_, why)) = status.failed.as_ref().filter(|(v, _)| *v == id) {
         return Some(why.clone());
+    }
+    // A regression its proxy found, even if a later failure of another
+    // version took the place of `lastFailedVersion`.
+    if let Some(a) = status
+        .analysis
+        .as_ref()
+        .filter(|a| a.version == id && a.verdict == Verdict::Regressed)
+    {
+        return Some(a.cause(""));
     }
     if peer.runs(target) && peer.running_for(now) < soak {
         if !status.ready {
@@ -184,6 +236,17 @@ pub fn decide(
             canary.instance,
             ran.as_secs(),
             settings.canary_soak.as_secs()
+        ));
+    }
+    if canary
+        .status
+        .as_ref()
+        .and_then(|s| s.analysis.as_ref())
+        .is_some_and(|a| a.verdict == Verdict::Running && a.judges(target))
+    {
+        return Decision::Wait(format!(
+            "canary {} is analysing the version (client-side check)",
+            canary.instance
         ));
     }
     Decision::Apply

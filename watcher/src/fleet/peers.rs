@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_admin_api::ConfigStatus;
+use sluice_admin_api::{Analysis, ConfigStatus, FailureStage};
 
-use super::gate::{Peer, PeerStatus};
+use super::gate::{Peer, PeerAnalysis, PeerStatus};
 use super::slots::{SlotError, rank};
 use crate::client::ProxyClient;
 use crate::tls::ProxyTls;
@@ -266,7 +266,8 @@ impl Peers {
 }
 
 /// What the gate reads of a proxy's status.
-fn gate_status(s: &ConfigStatus) -> PeerStatus {
+pub(crate) fn gate_status(s: &ConfigStatus) -> PeerStatus {
+    let analysis = s.analysis.as_ref().map(peer_analysis);
     PeerStatus {
         version: s.current_config_version.clone(),
         effective: Some(s.effective_version.clone()),
@@ -279,19 +280,42 @@ fn gate_status(s: &ConfigStatus) -> PeerStatus {
             .map(|c| c.name.clone())
             .collect(),
         failed: s.last_failed_version.as_ref().map(|f| {
-            (
-                f.version.clone(),
-                format!("{} failed: {}", stage(f.stage), f.reason),
-            )
+            let cause = match analysis.as_ref() {
+                // Which cluster, which step or signal, before and after.
+                Some(a) if f.stage == FailureStage::ClientCheck && a.version == f.version => {
+                    a.cause(&f.reason)
+                }
+                _ => format!("{} failed: {}", stage(f.stage), f.reason),
+            };
+            (f.version.clone(), cause)
         }),
+        analysis,
     }
 }
 
-fn stage(s: sluice_admin_api::FailureStage) -> &'static str {
-    match s {
-        sluice_admin_api::FailureStage::Validate => "validation",
-        sluice_admin_api::FailureStage::UpstreamCheck => "upstream check",
-        sluice_admin_api::FailureStage::Reload => "reload",
-        sluice_admin_api::FailureStage::ClientCheck => "client-side check",
+/// What the gate reads of a proxy's client-side analysis.
+pub(crate) fn peer_analysis(a: &Analysis) -> PeerAnalysis {
+    PeerAnalysis {
+        version: a.version.clone(),
+        verdict: a.verdict,
+        findings: a
+            .clusters
+            .iter()
+            .flat_map(|c| &c.findings)
+            .map(ToString::to_string)
+            .collect(),
+        reverted: a.reverted,
     }
 }
+
+fn stage(s: FailureStage) -> &'static str {
+    match s {
+        FailureStage::Validate => "validation",
+        FailureStage::UpstreamCheck => "upstream check",
+        FailureStage::Reload => "reload",
+        FailureStage::ClientCheck => "client-side check",
+    }
+}
+
+#[cfg(test)]
+mod tests;

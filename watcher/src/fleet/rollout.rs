@@ -188,6 +188,11 @@ impl Rollout {
         }
     }
 
+    /// How often the peers (and this pod's proxy) are asked while waiting.
+    pub fn poll(&self) -> Duration {
+        self.settings.poll
+    }
+
     /// Records that this pod's own proxy failed the configuration `config`
     /// (its reload or validation): the rollout halts here too.
     pub fn failed_here(
@@ -241,10 +246,7 @@ impl Rollout {
         if content.digest.as_ref() == Some(&status.current_config_version) {
             referenced.set(status.files.clone());
         }
-        let proxy = Proxy {
-            config: status.current_config_version,
-            effective: status.effective_version,
-        };
+        let proxy = Proxy::of(&status);
         let seen = referenced.seen(content);
         let observed = Observed {
             stage: &Stage::AtGate,

@@ -1,14 +1,17 @@
 //! `sluice-watcher fleet`: one line per pod (instance, slot, version in
-//! force and effective version, last attempt and its result, ready, what failed), read from every
-//! peer's status, and whether a rollout is halted; or the same as JSON.
+//! force and effective version, last attempt and its result, ready, the
+//! client-side analysis' verdict, what failed), read from every peer's
+//! status, with the first finding of a regression under it, and whether a
+//! rollout is halted; or the same as JSON.
 
 use std::time::Duration;
 
 use serde::Serialize;
-use sluice_admin_api::ConfigStatus;
+use sluice_admin_api::{ConfigStatus, Verdict};
 use sluice_process::exit::{Exit, ExitStatus};
 
-use super::peers::{PeerSource, statuses};
+use super::follow::first_finding;
+use super::peers::{PeerSource, peer_analysis, statuses};
 use super::slots::rank;
 use crate::tls::{ProxyCaError, ProxyTls};
 
@@ -84,9 +87,56 @@ pub struct PodLine {
     pub last_attempt: Option<String>,
     /// Whether its proxy is ready.
     pub ready: Option<bool>,
+    /// Its proxy's client-side analysis of the last version it applied.
+    pub analysis: Option<PodAnalysis>,
     /// A version that failed on it after its current one came into force,
     /// and why: what halts a rollout.
     pub failed: Option<String>,
+}
+
+/// A pod's client-side analysis, as the fleet view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAnalysis {
+    /// The version judged.
+    pub version: String,
+    /// Where it stands.
+    pub verdict: Verdict,
+    /// Whether the proxy returned to the version before by itself.
+    pub reverted: bool,
+    /// The first thing that got worse (and how many more), if any.
+    pub finding: Option<String>,
+}
+
+/// What `s` says of its analysis.
+fn pod_analysis(s: &ConfigStatus) -> Option<PodAnalysis> {
+    let a = s.analysis.as_ref()?;
+    Some(PodAnalysis {
+        version: a.version.to_string(),
+        verdict: a.verdict,
+        reverted: a.reverted,
+        finding: first_finding(&peer_analysis(a)),
+    })
+}
+
+/// What failed on it after its current version came into force: its
+/// `lastFailedVersion`, else a regression its analysis found in a version
+/// it returned from.
+fn failed(s: &ConfigStatus) -> Option<String> {
+    // RFC 3339 in UTC with milliseconds: compared as text.
+    let recorded = s
+        .last_failed_version
+        .as_ref()
+        .filter(|f| f.version != s.current_config_version && f.timestamp >= s.applied_at)
+        .map(|f| format!("{}: {}", short(f.version.as_str()), f.reason));
+    recorded.or_else(|| {
+        let a = s.analysis.as_ref()?;
+        let returned = a.verdict == Verdict::Regressed && a.version != s.current_config_version;
+        returned.then(|| {
+            let what = first_finding(&peer_analysis(a)).unwrap_or_default();
+            format!("{}: client-side check: {what}", short(a.version.as_str()))
+        })
+    })
 }
 
 /// The whole fleet.
@@ -119,6 +169,7 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                 effective_version: None,
                 last_attempt: None,
                 ready: None,
+                analysis: None,
                 failed: None,
             },
             Some(s) => PodLine {
@@ -135,14 +186,8 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
                     format!("{result} {}", short(version))
                 }),
                 ready: Some(s.ready),
-                // RFC 3339 in UTC with milliseconds: compared as text.
-                failed: s
-                    .last_failed_version
-                    .as_ref()
-                    .filter(|f| {
-                        f.version != s.current_config_version && f.timestamp >= s.applied_at
-                    })
-                    .map(|f| format!("{}: {}", short(f.version.as_str()), f.reason)),
+                analysis: pod_analysis(&s),
+                failed: failed(&s),
                 url,
                 answered: true,
             },
@@ -151,6 +196,21 @@ pub fn view(answers: Vec<(String, Option<ConfigStatus>)>) -> FleetView {
     pods.sort_by_key(|p| (p.slot.is_none(), p.slot));
     let halted = pods.iter().any(|p| p.failed.is_some());
     FleetView { pods, halted }
+}
+
+impl PodAnalysis {
+    /// The verdict, the version when it is not the one in force (`current`),
+    /// and whether the proxy returned from it.
+    fn column(&self, current: Option<&str>) -> String {
+        let mut text = self.verdict.as_str().to_owned();
+        if current != Some(self.version.as_str()) {
+            text = format!("{text} {}", short(&self.version));
+        }
+        if self.reverted {
+            text.push_str(" (reverted)");
+        }
+        text
+    }
 }
 
 /// `sha256:` and the first 12 hex digits.
@@ -162,14 +222,14 @@ impl std::fmt::Display for FleetView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} FAILED",
-            "SLOT", "INSTANCE", "VERSION", "EFFECTIVE", "LAST ATTEMPT", "READY"
+            "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} {:<40} FAILED",
+            "SLOT", "INSTANCE", "VERSION", "EFFECTIVE", "LAST ATTEMPT", "READY", "ANALYSIS"
         )?;
         for p in &self.pods {
             let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
             writeln!(
                 f,
-                "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} {}",
+                "{:<4} {:<36} {:<20} {:<20} {:<30} {:<5} {:<40} {}",
                 p.slot.map_or_else(|| "-".to_owned(), |s| s.to_string()),
                 p.instance
                     .clone()
@@ -178,8 +238,18 @@ impl std::fmt::Display for FleetView {
                 p.effective_version.as_deref().map_or("-", short),
                 or(&p.last_attempt),
                 p.ready.map_or_else(|| "-".to_owned(), |r| r.to_string()),
+                p.analysis
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |a| a.column(p.version.as_deref())),
                 or(&p.failed),
             )?;
+            let finding = p
+                .analysis
+                .as_ref()
+                .filter(|a| a.verdict == Verdict::Regressed);
+            if let Some(finding) = finding.and_then(|a| a.finding.as_deref()) {
+                writeln!(f, "     finding: {finding}")?;
+            }
         }
         if self.halted {
             writeln!(f, "rollout halted: revert or fix the ConfigMap")?;
@@ -233,5 +303,71 @@ mod tests {
         let json = serde_json::to_value(&v).unwrap();
         assert_eq!(json["pods"][0]["slot"], 0);
         assert_eq!(json["halted"], true);
+    }
+
+    fn analysis(version: &str, verdict: Verdict, reverted: bool) -> sluice_admin_api::Analysis {
+        let finding = |step: &str| sluice_admin_api::Finding {
+            cluster: "orders".to_owned(),
+            step: step.to_owned(),
+            before: "p:9092 worked".to_owned(),
+            after: "q:9092: connection refused".to_owned(),
+        };
+        sluice_admin_api::Analysis {
+            version: digest(version).parse().unwrap(),
+            previous: digest("sha256:old").parse().unwrap(),
+            verdict,
+            started_at: "2026-01-01T00:00:30.000Z".to_owned(),
+            window_ms: 30_000,
+            clusters: vec![sluice_admin_api::ClusterAnalysis {
+                cluster: "orders".to_owned(),
+                verdict,
+                front_door_before: None,
+                front_door_after: None,
+                findings: match verdict {
+                    Verdict::Regressed => vec![finding("bootstrap"), finding("brokers")],
+                    _ => Vec::new(),
+                },
+                notes: Vec::new(),
+            }],
+            reverted,
+        }
+    }
+
+    #[test]
+    fn each_pod_shows_its_analysis_and_a_regression_its_first_finding_and_halts() {
+        let mut canary = status("pod-a", "sha256:old", None);
+        canary.analysis = Some(analysis("sha256:new", Verdict::Regressed, true));
+        let mut other = status("pod-b", "sha256:old", None);
+        other.analysis = Some(analysis("sha256:old", Verdict::Passed, false));
+        let v = view(vec![
+            ("http://a".into(), Some(canary)),
+            ("http://b".into(), Some(other)),
+        ]);
+        // No lastFailedVersion: the regression it returned from halts.
+        assert!(v.halted);
+        let text = v.to_string();
+        let new = short(&digest("sha256:new")).to_owned();
+        assert!(
+            text.contains(&format!("regressed {new} (reverted)")),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "finding: virtual cluster orders: bootstrap: before: p:9092 worked; \
+                 after: q:9092: connection refused (and 1 more)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{new}: client-side check: virtual cluster orders")),
+            "{text}"
+        );
+        let b = text.lines().find(|l| l.contains("pod-b")).unwrap();
+        assert!(b.contains(" passed "), "{b}");
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["pods"][0]["analysis"]["verdict"], "regressed");
+        assert_eq!(json["pods"][0]["analysis"]["reverted"], true);
+        assert_eq!(json["pods"][1]["analysis"]["verdict"], "passed");
+        assert_eq!(json["pods"][1]["failed"], serde_json::Value::Null);
     }
 }

@@ -135,10 +135,7 @@ impl Attempt<'_> {
     /// validates when the decider says so, and decides again.
     async fn check(&self, referenced: &mut Referenced) -> Result<Checked, CallError> {
         let status = self.client.status().await?;
-        let proxy = Proxy {
-            config: status.current_config_version,
-            effective: status.effective_version,
-        };
+        let proxy = Proxy::of(&status);
         if proxy.config == *self.config {
             referenced.set(status.files);
         }
@@ -155,6 +152,15 @@ impl Attempt<'_> {
         match decide(&observed, self.memory) {
             Step::Unchanged => return Ok(Checked::Done(Outcome::Unchanged, Some(seen.effective))),
             Step::Regate => return Ok(Checked::Done(Outcome::Regate, None)),
+            Step::ReturnedFrom => {
+                let why = status.last_failed_version.map(|f| f.reason);
+                let error = format!(
+                    "its proxy's client-side check failed this version and the proxy returned to the version before: {}",
+                    why.unwrap_or_default()
+                );
+                let rejected = Outcome::Rejected(vec![error]);
+                return Ok(Checked::Done(rejected, Some(seen.effective)));
+            }
             // Validate (the only other step past the turn with a status).
             _ => {}
         }

@@ -226,6 +226,8 @@ fn the_dashboard_shows_rollouts_reloads_drains_traffic_memory_and_certificates()
         "sluice_config_info",
         "sluice_watcher_rollout_halted",
         "sluice_watcher_slot",
+        "sluice_watcher_analysis_info",
+        "sluice_watcher_analyses_total",
         "sluice_config_reload_total",
         "sluice_watcher_reloads_total",
         "sluice_drained_connections_total",

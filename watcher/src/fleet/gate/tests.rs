@@ -39,6 +39,7 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
             ready: true,
             newly_failed: Vec::new(),
             failed: None,
+            analysis: None,
         }),
     }
 }
@@ -286,4 +287,89 @@ fn a_peer_that_reports_no_effective_version_is_taken_at_its_configurations_word(
         decide(1, &renewed, &peers, now, &settings()),
         Decision::Apply
     );
+}
+
+/// `peers[i]`'s proxy's analysis of `version`.
+fn analysed(peers: &mut [Peer], i: usize, version: &str, verdict: Verdict) {
+    let findings = match verdict {
+        Verdict::Regressed => vec![
+            "virtual cluster orders: bootstrap: before: p:9092 worked; after: q:9092: connection refused".to_owned(),
+        ],
+        _ => Vec::new(),
+    };
+    peers[i].status.as_mut().unwrap().analysis = Some(PeerAnalysis {
+        version: cv(version).into(),
+        verdict,
+        findings,
+        reverted: verdict == Verdict::Regressed,
+    });
+}
+
+#[test]
+fn slot_one_waits_while_the_canarys_analysis_of_the_version_runs_past_the_soak() {
+    let now = Instant::now();
+    let mut peers = fleet(now, &[(V, 100), (OLD, 100), (OLD, 100)]);
+    analysed(&mut peers, 0, V, Verdict::Running);
+    let analysing =
+        Decision::Wait("canary pod-0 is analysing the version (client-side check)".into());
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), analysing);
+    // Within the soak, the soak is what it waits for.
+    let mut young = fleet(now, &[(V, 10), (OLD, 100)]);
+    analysed(&mut young, 0, V, Verdict::Running);
+    assert_eq!(
+        decide(1, &t(V), &young, now, &settings()),
+        Decision::Wait("canary pod-0 has run the version for 11s of 30s".into())
+    );
+    // The canary itself is done; a soak of 0 does not skip the analysis.
+    assert_eq!(decide(0, &t(V), &peers, now, &settings()), Decision::Done);
+    let zero = Settings {
+        canary_soak: Duration::ZERO,
+        ..settings()
+    };
+    assert_eq!(decide(1, &t(V), &peers, now, &zero), analysing);
+    // Passed or off: the gate opens.
+    for verdict in [Verdict::Passed, Verdict::Off] {
+        analysed(&mut peers, 0, V, verdict);
+        assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
+    }
+}
+
+#[test]
+fn only_the_canarys_running_analysis_of_this_version_holds_the_gate() {
+    let now = Instant::now();
+    // An analysis of an older version still running is not this one's.
+    let mut peers = fleet(now, &[(V, 100), (OLD, 100)]);
+    analysed(&mut peers, 0, OLD, Verdict::Running);
+    assert_eq!(decide(1, &t(V), &peers, now, &settings()), Decision::Apply);
+    // Slot 1's own analysis does not hold slot 2: only the canary's does.
+    let mut peers = fleet(now, &[(V, 100), (V, 5), (OLD, 100)]);
+    analysed(&mut peers, 0, V, Verdict::Passed);
+    analysed(&mut peers, 1, V, Verdict::Running);
+    assert_eq!(decide(2, &t(V), &peers, now, &settings()), Decision::Apply);
+}
+
+#[test]
+fn a_regressed_analysis_of_the_version_halts_every_slot_with_the_finding() {
+    let now = Instant::now();
+    // The canary returned to OLD by itself; its lastFailedVersion is gone
+    // (a later failure of another version took its place).
+    let mut peers = fleet(now, &[(OLD, 1), (OLD, 100), (OLD, 100)]);
+    analysed(&mut peers, 0, V, Verdict::Regressed);
+    let halt = Decision::Halt {
+        instance: "pod-0".into(),
+        cause: "client-side check failed: virtual cluster orders: bootstrap: before: p:9092 worked; \
+                after: q:9092: connection refused (the proxy returned to the version before by itself)"
+            .into(),
+    };
+    for me in 0..3 {
+        assert_eq!(decide(me, &t(V), &peers, now, &settings()), halt);
+    }
+    // A newer version is not halted by it.
+    assert_eq!(
+        decide(0, &t("sha256:newer"), &peers, now, &settings()),
+        Decision::Apply
+    );
+    // Nor is a version whose analysis passed.
+    analysed(&mut peers, 0, V, Verdict::Passed);
+    assert_eq!(decide(0, &t(V), &peers, now, &settings()), Decision::Apply);
 }
