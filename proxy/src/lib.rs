@@ -7,6 +7,8 @@
 //! - [`lifecycle`]: the pure state machine of a cluster generation
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
+//! - [`signals`]: what the data plane counts of each cluster's clients, and
+//!   the rule that judges a version by them
 //! - [`admin`]: the admin HTTP API
 //! - [`server`]: `sluice-proxy run`
 //! - [`cli`]: the command line, drivable in-process
@@ -27,3 +29,4 @@ mod filter;
 mod lifecycle;
 pub mod metrics;
 pub mod server;
+pub mod signals;
