@@ -137,7 +137,7 @@ fn rate(n: u64, window_ms: u64) -> f64 {
 
 /// `2.5/s (75 in 30s)`.
 fn read(n: u64, window_ms: u64) -> String {
-    let secs = if window_ms % 1000 == 0 {
+    let secs = if window_ms.is_multiple_of(1000) {
         format!("{}", window_ms / 1000)
     } else {
         format!("{:.1}", window_ms as f64 / 1000.0)
