@@ -55,13 +55,10 @@ fn row(
     }
 }
 
+/// The rule, as a table: rates, `min_events` and `ratio` by default, windows read.
 #[test]
-fn the_rule_as_a_table() {
-    let ignoring = |ignore: &[&str]| Thresholds {
-        ignore: ignore.iter().map(|s| (*s).to_owned()).collect(),
-        ..Thresholds::default()
-    };
-    let rows = [
+fn the_rule_rates() {
+    check([
         row(
             "a burst of upstream failures from nothing is a regression",
             window(300, &[]),
@@ -108,6 +105,27 @@ fn the_rule_as_a_table() {
             window(30, &[("response_errors:metadata:LEADER_NOT_AVAILABLE", 30)]),
             &[],
         ),
+        row(
+            "windows of a fraction of a second read as such",
+            window(0, &[]),
+            ClientSignals {
+                window_ms: 2500,
+                upstream_connect_failures: 5,
+                ..ClientSignals::default()
+            },
+            &[(
+                "upstream_connect_failures",
+                "0.0/s (0 in 0s)",
+                "2.0/s (5 in 2.5s)",
+            )],
+        ),
+    ]);
+}
+
+/// The rule, as a table: each signal on its own; traffic and a filter's refusals are none.
+#[test]
+fn the_rule_signals_each_on_its_own() {
+    check([
         row(
             "a burst over a steady rate is",
             window(300, &[("closed_on_error:io", 300)]),
@@ -171,6 +189,13 @@ fn the_rule_as_a_table() {
                 "0.3/s (8 in 30s)",
             )],
         ),
+    ]);
+}
+
+/// The rule, as a table: what is ignored, thresholds configured.
+#[test]
+fn the_rule_thresholds_and_windows() {
+    check([
         Row {
             what: "an ignored name ignores all its keys",
             thresholds: ignoring(&["response_errors"]),
@@ -246,21 +271,11 @@ fn the_rule_as_a_table() {
                 )],
             )
         },
-        row(
-            "windows of a fraction of a second read as such",
-            window(0, &[]),
-            ClientSignals {
-                window_ms: 2500,
-                upstream_connect_failures: 5,
-                ..ClientSignals::default()
-            },
-            &[(
-                "upstream_connect_failures",
-                "0.0/s (0 in 0s)",
-                "2.0/s (5 in 2.5s)",
-            )],
-        ),
-    ];
+    ]);
+}
+
+/// Judges each row and compares its findings with those expected.
+fn check<const N: usize>(rows: [Row; N]) {
     for r in rows {
         let got: Vec<(String, String, String)> =
             judge("orders", &r.before, &r.during, &r.thresholds)
@@ -274,6 +289,14 @@ fn the_rule_as_a_table() {
             .map(|(s, b, a)| ((*s).to_owned(), (*b).to_owned(), (*a).to_owned()))
             .collect();
         assert_eq!(got, want, "{}", r.what);
+    }
+}
+
+/// The default thresholds, ignoring these signals.
+fn ignoring(ignore: &[&str]) -> Thresholds {
+    Thresholds {
+        ignore: ignore.iter().map(|s| (*s).to_owned()).collect(),
+        ..Thresholds::default()
     }
 }
 
