@@ -6,7 +6,9 @@
 //! answered Metadata (once per connection: never per frame), leaves when a
 //! connection from it reaches a broker port, and counts once when it has
 //! been in the table for [`GRACE`] (a client connects to a broker right
-//! after its bootstrap Metadata when it means to). The table holds at most
+//! after its bootstrap Metadata when it means to). Expired entries are
+//! counted when a snapshot is read, and dropped by new entries at most
+//! once per [`SWEEP`]. The table holds at most
 //! [`CAPACITY`] addresses: past that, new ones are not tracked (and so
 //! never counted) until old ones leave. Clients behind one address (NAT)
 //! are one client here.
@@ -21,11 +23,21 @@ use std::time::{Duration, Instant};
 pub(crate) const GRACE: Duration = Duration::from_secs(5);
 /// Client addresses tracked at once, per cluster.
 pub(crate) const CAPACITY: usize = 4096;
+/// How often a new entry sweeps the table (a snapshot always does).
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// The addresses told and not seen on a broker port since, with when;
+/// and when the table was last swept.
+#[derive(Debug, Default)]
+struct Table {
+    told: HashMap<IpAddr, Instant>,
+    swept: Option<Instant>,
+}
 
 /// One cluster's table.
 #[derive(Debug, Default)]
 pub(crate) struct BootstrapOnly {
-    told: Mutex<HashMap<IpAddr, Instant>>,
+    told: Mutex<Table>,
     /// Entries in `told`, read without the lock by broker connections.
     pending: AtomicUsize,
     /// Clients counted so far.
@@ -35,12 +47,17 @@ pub(crate) struct BootstrapOnly {
 impl BootstrapOnly {
     /// A client at `ip` was answered Metadata on the bootstrap port.
     pub(crate) fn told(&self, ip: IpAddr, now: Instant) {
-        let mut told = self.lock();
-        self.expire(&mut told, now);
-        if told.len() < CAPACITY {
-            told.entry(ip).or_insert(now);
+        let mut table = self.lock();
+        if table
+            .swept
+            .is_none_or(|at| now.saturating_duration_since(at) >= SWEEP)
+        {
+            self.expire(&mut table, now);
         }
-        self.pending.store(told.len(), Ordering::Release);
+        if table.told.len() < CAPACITY {
+            table.told.entry(ip).or_insert(now);
+        }
+        self.pending.store(table.told.len(), Ordering::Release);
     }
 
     /// A client at `ip` reached a broker port.
@@ -48,30 +65,33 @@ impl BootstrapOnly {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }
-        let mut told = self.lock();
-        told.remove(&ip);
-        self.pending.store(told.len(), Ordering::Release);
+        let mut table = self.lock();
+        table.told.remove(&ip);
+        self.pending.store(table.told.len(), Ordering::Release);
     }
 
     /// Clients counted up to `now`.
     pub(crate) fn count(&self, now: Instant) -> u64 {
-        let mut told = self.lock();
-        self.expire(&mut told, now);
-        self.pending.store(told.len(), Ordering::Release);
+        let mut table = self.lock();
+        self.expire(&mut table, now);
+        self.pending.store(table.told.len(), Ordering::Release);
         self.counted.load(Ordering::Acquire)
     }
 
     /// Counts and drops the entries older than [`GRACE`].
-    fn expire(&self, told: &mut HashMap<IpAddr, Instant>, now: Instant) {
-        let before = told.len();
-        told.retain(|_, at| now.saturating_duration_since(*at) < GRACE);
-        let expired = (before - told.len()) as u64;
+    fn expire(&self, table: &mut Table, now: Instant) {
+        table.swept = Some(now);
+        let before = table.told.len();
+        table
+            .told
+            .retain(|_, at| now.saturating_duration_since(*at) < GRACE);
+        let expired = (before - table.told.len()) as u64;
         if expired > 0 {
             self.counted.fetch_add(expired, Ordering::AcqRel);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Instant>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.told
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -117,8 +137,11 @@ mod tests {
         for n in 0..(CAPACITY as u32 + 100) {
             t.told(ip(n), start);
         }
-        assert_eq!(t.lock().len(), CAPACITY);
+        assert_eq!(t.lock().told.len(), CAPACITY);
         assert_eq!(t.count(start + GRACE), CAPACITY as u64);
-        assert!(t.lock().is_empty());
+        assert!(t.lock().told.is_empty());
+        // Room again: a new client is tracked.
+        t.told(ip(1), start + GRACE);
+        assert_eq!(t.lock().told.len(), 1);
     }
 }
