@@ -31,8 +31,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 pub use sluice_admin_api::analysis::ClientSignals;
 
-use crate::metrics::ClusterMetrics;
-
 mod bootstrap;
 mod judge;
 mod names;
@@ -51,6 +49,18 @@ pub struct ResponseErrorLabels {
     pub api: &'static str,
     /// Kafka error name, e.g. `UNKNOWN_TOPIC_OR_PARTITION`, or `OTHER`.
     pub error: &'static str,
+}
+
+/// The counters a cluster's signals share with its metrics (the same
+/// series, not counted twice).
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    /// Client connections accepted (`sluice_connections_total`).
+    pub(crate) connections: Counter,
+    /// Failed upstream connections (`sluice_upstream_connect_failures_total`).
+    pub(crate) upstream_connect_failures: Counter,
+    /// Node ids outside the port range (`sluice_unknown_nodes_total`).
+    pub(crate) unknown_nodes: Counter,
 }
 
 /// The client signals of every virtual cluster the process has run.
@@ -84,10 +94,8 @@ impl Signals {
     }
 
     /// The counters of cluster `name`, made at its first generation and
-    /// shared by every later one. `metrics` are the cluster's (the
-    /// connection, upstream-failure and unknown-node counters are those of
-    /// its metrics, not counted twice).
-    pub(crate) fn cluster(&self, name: &str, metrics: &ClusterMetrics) -> Arc<ClusterSignals> {
+    /// shared by every later one; `shared`: those of its metrics.
+    pub(crate) fn cluster(&self, name: &str, shared: &Shared) -> Arc<ClusterSignals> {
         let known = self
             .clusters
             .read()
@@ -103,7 +111,7 @@ impl Signals {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let made = clusters
             .entry(name.to_owned())
-            .or_insert_with(|| Arc::new(ClusterSignals::new(name, metrics, &self.response_errors)));
+            .or_insert_with(|| Arc::new(ClusterSignals::new(name, shared, &self.response_errors)));
         Arc::clone(made)
     }
 
@@ -146,16 +154,12 @@ pub(crate) struct ClusterSignals {
 }
 
 impl ClusterSignals {
-    fn new(
-        name: &str,
-        metrics: &ClusterMetrics,
-        family: &Family<ResponseErrorLabels, Counter>,
-    ) -> Self {
+    fn new(name: &str, shared: &Shared, family: &Family<ResponseErrorLabels, Counter>) -> Self {
         let slots = DecodedApi::ALL.len() * names::ERROR_SLOTS;
         ClusterSignals {
-            connections: metrics.connections_total.clone(),
-            upstream_connect_failures: metrics.upstream_connect_failures.clone(),
-            unknown_nodes: metrics.unknown_nodes.clone(),
+            connections: shared.connections.clone(),
+            upstream_connect_failures: shared.upstream_connect_failures.clone(),
+            unknown_nodes: shared.unknown_nodes.clone(),
             requests: AtomicU64::new(0),
             closed: std::array::from_fn(|_| AtomicU64::new(0)),
             errors: (0..slots).map(|_| OnceLock::new()).collect(),

@@ -21,7 +21,7 @@ use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::filter::Filter;
 use crate::metrics::{ClusterMetrics, Metrics};
-use crate::signals::ClusterSignals;
+use crate::signals::{ClusterSignals, Shared};
 
 /// An upstream node's address as the upstream cluster announces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +130,12 @@ impl ClusterRuntime {
         decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
         let name = config.name.as_str();
         let cluster_metrics = metrics.cluster(name);
-        let signals = metrics.signals().cluster(name, &cluster_metrics);
+        let shared = Shared {
+            connections: cluster_metrics.connections_total.clone(),
+            upstream_connect_failures: cluster_metrics.upstream_connect_failures.clone(),
+            unknown_nodes: cluster_metrics.unknown_nodes.clone(),
+        };
+        let signals = metrics.signals().cluster(name, &shared);
         Ok(Arc::new(ClusterRuntime {
             advertised: match &config.gateway.routing {
                 Routing::Ports(p) => {
