@@ -110,6 +110,12 @@ pub struct Rewritten {
     pub learned: Vec<Learned>,
     /// Node ids outside the port range, dropped from the response.
     pub unmapped: Vec<i32>,
+    /// The distinct error codes other than 0 in the response as rewritten
+    /// (Metadata: the response's, its topics' and partitions';
+    /// FindCoordinator: each coordinator's; DescribeCluster: the
+    /// response's), in the order first seen. Empty for Produce and Fetch:
+    /// their bodies are checked, not decoded.
+    pub errors: Vec<i16>,
 }
 
 /// Whether responses of this API at this version carry broker endpoints
@@ -161,6 +167,7 @@ pub fn rewrite_response(
         learn: !quorum_api(api),
         learned: Vec::new(),
         unmapped: Vec::new(),
+        errors: Vec::new(),
     };
     // Produce and Fetch responses carry node endpoints only after a leader
     // moved: the rest are checked and passed on as they came, not decoded
@@ -179,6 +186,7 @@ pub fn rewrite_response(
         changed: true,
         learned: m.learned,
         unmapped: m.unmapped,
+        errors: m.errors,
     })
 }
 
@@ -228,6 +236,7 @@ fn rewrite_tagged(
             changed: true,
             learned: m.learned,
             unmapped: m.unmapped,
+            errors: Vec::new(),
         },
     })
 }
@@ -251,6 +260,7 @@ fn unchanged(frame: &Bytes) -> Rewritten {
         changed: false,
         learned: Vec::new(),
         unmapped: Vec::new(),
+        errors: Vec::new(),
     }
 }
 

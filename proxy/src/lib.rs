@@ -8,6 +8,8 @@
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
 //! - [`frontdoor`]: the front-door check, a cluster's gateway as a client sees it
+//! - [`signals`]: what the data plane counts of each cluster's clients, and
+//!   the rule that judges a version by them
 //! - [`admin`]: the admin HTTP API
 //! - [`server`]: `sluice-proxy run`
 //! - [`cli`]: the command line, drivable in-process
@@ -29,3 +31,4 @@ pub mod frontdoor;
 mod lifecycle;
 pub mod metrics;
 pub mod server;
+pub mod signals;

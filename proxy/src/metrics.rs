@@ -14,6 +14,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::budget::Budget;
+use crate::signals::Signals;
 
 /// `cluster` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -103,6 +104,7 @@ pub struct Metrics {
     registry: std::sync::Mutex<Registry>,
     families: Families,
     budget: Arc<Budget>,
+    signals: Arc<Signals>,
 }
 
 impl Default for Metrics {
@@ -118,10 +120,13 @@ impl Metrics {
         let mut r = Registry::with_prefix("sluice");
         families.register(&mut r);
         let budget = crate::budget::register(&mut r);
+        let signals = Signals::default();
+        signals.register(&mut r);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
             budget: Arc::new(budget),
+            signals: Arc::new(signals),
         }
     }
 
@@ -147,6 +152,12 @@ impl Metrics {
     /// The process-wide budget of buffered bytes.
     pub(crate) fn budget(&self) -> &Arc<Budget> {
         &self.budget
+    }
+
+    /// The client signals of every virtual cluster, by name: one registry
+    /// per process, like this one, so the counts outlive generations.
+    pub fn signals(&self) -> &Arc<Signals> {
+        &self.signals
     }
 
     /// Registers more metrics (the admin API and reload engine add theirs).

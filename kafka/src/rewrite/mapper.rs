@@ -12,9 +12,18 @@ pub(super) struct Mapper<'a> {
     pub(super) learn: bool,
     pub(super) learned: Vec<Learned>,
     pub(super) unmapped: Vec<i32>,
+    /// Distinct error codes other than 0 seen in the response.
+    pub(super) errors: Vec<i16>,
 }
 
 impl Mapper<'_> {
+    /// Records an error code of the response (0, no error, is not one).
+    pub(super) fn error(&mut self, code: i16) {
+        if code != 0 && !self.errors.contains(&code) {
+            self.errors.push(code);
+        }
+    }
+
     /// Rewrites one endpoint; false when the node is outside the range and
     /// the endpoint must be dropped.
     pub(super) fn endpoint<P: PortField>(

@@ -39,6 +39,7 @@ pub(super) fn rewrite(
             let mut r = decode::<MetadataResponse>(buf, version)?;
             r.brokers
                 .retain_mut(|b| m.endpoint(b.node_id.0, &mut b.host, &mut b.port));
+            metadata_errors(&r, m);
             out.frame(&r, version, buf)
         }
         ApiKey::FindCoordinator => {
@@ -50,6 +51,7 @@ pub(super) fn rewrite(
             let mut r = decode::<DescribeClusterResponse>(buf, version)?;
             r.brokers
                 .retain_mut(|b| m.endpoint(b.broker_id.0, &mut b.host, &mut b.port));
+            m.error(r.error_code);
             out.frame(&r, version, buf)
         }
         ApiKey::DescribeQuorum => {
@@ -76,6 +78,29 @@ pub(super) fn rewrite(
 /// COORDINATOR_NOT_AVAILABLE, so the client asks again rather than connect
 /// where the proxy cannot follow.
 fn coordinators(r: &mut FindCoordinatorResponse, version: i16, m: &mut Mapper<'_>) {
+    coordinators_rewritten(r, version, m);
+    if version < 4 {
+        m.error(r.error_code);
+    } else {
+        for c in &r.coordinators {
+            m.error(c.error_code);
+        }
+    }
+}
+
+/// The errors a Metadata response carries: its own (v13 on), its topics'
+/// and their partitions'.
+fn metadata_errors(r: &MetadataResponse, m: &mut Mapper<'_>) {
+    m.error(r.error_code);
+    for t in &r.topics {
+        m.error(t.error_code);
+        for p in &t.partitions {
+            m.error(p.error_code);
+        }
+    }
+}
+
+fn coordinators_rewritten(r: &mut FindCoordinatorResponse, version: i16, m: &mut Mapper<'_>) {
     if version < 4 {
         if r.error_code == 0 && !m.endpoint(r.node_id.0, &mut r.host, &mut r.port) {
             r.error_code = COORDINATOR_NOT_AVAILABLE;

@@ -5,6 +5,7 @@
 //! - `per_api`: every rewritten API at every version, and literal frames
 //! - `checks`: what passes unchanged, what is refused, and scale
 //! - `learning`: what the proxy learns (brokers, never controllers)
+//! - `errors`: the error codes handed back to be counted
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -38,6 +39,7 @@ macro_rules! endpoints {
 /// Upstream nodes 1 and 2 are in the proxy's range (ports 19093-19094 for
 /// node ids 1-2); node 7 is not.
 mod checks;
+mod errors;
 mod learning;
 mod per_api;
 mod splice;

@@ -21,6 +21,7 @@ use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::filter::Filter;
 use crate::metrics::{ClusterMetrics, Metrics};
+use crate::signals::{ClusterSignals, Shared};
 
 /// An upstream node's address as the upstream cluster announces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +77,8 @@ pub(crate) struct ClusterRuntime {
     pub filters: Vec<Arc<dyn Filter>>,
     /// This cluster's metrics.
     pub metrics: ClusterMetrics,
+    /// The cluster's client signals, shared with its other generations.
+    pub(crate) signals: Arc<ClusterSignals>,
     /// The process-wide budget of buffered bytes.
     budget: Arc<Budget>,
     /// API keys whose responses or requests the proxy decodes, so their
@@ -125,6 +128,14 @@ impl ClusterRuntime {
             decoded.extend(filter.decoded_apis());
         }
         decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
+        let name = config.name.as_str();
+        let cluster_metrics = metrics.cluster(name);
+        let shared = Shared {
+            connections: cluster_metrics.connections_total.clone(),
+            upstream_connect_failures: cluster_metrics.upstream_connect_failures.clone(),
+            unknown_nodes: cluster_metrics.unknown_nodes.clone(),
+        };
+        let signals = metrics.signals().cluster(name, &shared);
         Ok(Arc::new(ClusterRuntime {
             advertised: match &config.gateway.routing {
                 Routing::Ports(p) => {
@@ -133,7 +144,8 @@ impl ClusterRuntime {
                 Routing::Sni(s) => Advertised::sni(s.broker_host_pattern.clone(), s.port.get()),
             },
             filters: config.filters.iter().map(crate::filter::build).collect(),
-            metrics: metrics.cluster(config.name.as_str()),
+            metrics: cluster_metrics,
+            signals,
             budget: Arc::clone(metrics.budget()),
             config: config.clone(),
             generation,

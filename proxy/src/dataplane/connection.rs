@@ -12,7 +12,7 @@
 //! everything else streams through. A protocol error closes this connection
 //! only. How bytes are held is `buffer`'s business; how many, `budget`'s.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +66,15 @@ pub(crate) async fn serve(
         tracing::debug!(cluster = %cluster.name(), %peer, "connection refused: maxConnections reached");
         return;
     };
+    // The client signals: a client at this address reached a broker port,
+    // or, on the bootstrap port, is told where the brokers are.
+    let told = match role {
+        Role::Bootstrap => Some(peer.ip()),
+        Role::Broker(_) => {
+            cluster.signals.reached_broker(peer.ip());
+            None
+        }
+    };
     // A span per connection only at debug level: at info, its slot and
     // formatted fields would be most of an idle connection's memory. The
     // events that matter at info name the connection themselves.
@@ -78,7 +87,7 @@ pub(crate) async fn serve(
     );
     async {
         let result = tokio::select! {
-            r = run(incoming, &cluster, role) => r,
+            r = run(incoming, &cluster, role, told) => r,
             () = cluster.force.cancelled() => Err(ConnError::Forced),
         };
         if cluster.drain.is_cancelled() {
@@ -92,7 +101,8 @@ pub(crate) async fn serve(
                 tracing::info!(cluster = %name, generation, %peer, role = ?role, "connection closed at the drain deadline with requests in flight")
             }
             Err(e) => {
-                cluster.metrics.closed_on_error(e.reason());
+                cluster.metrics.closed_on_error(e.reason().as_str());
+                cluster.signals.closed_on_error(e.reason());
                 match e {
                     ConnError::Io(_) | ConnError::ClosedMidFrame => {
                         tracing::debug!(error = %e, "connection ended")
@@ -116,7 +126,12 @@ pub(crate) async fn serve(
     .await;
 }
 
-async fn run(incoming: Incoming, cluster: &ClusterRuntime, role: Role) -> Result<(), ConnError> {
+async fn run(
+    incoming: Incoming,
+    cluster: &ClusterRuntime,
+    role: Role,
+    told: Option<IpAddr>,
+) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
     let client = match (incoming, cluster.acceptor()) {
@@ -147,12 +162,28 @@ async fn run(incoming: Incoming, cluster: &ClusterRuntime, role: Role) -> Result
         (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
             let (client_rd, client_wr) = client.split();
             let (upstream_rd, upstream_wr) = upstream.split();
-            pipe(client_rd, client_wr, upstream_rd, upstream_wr, cluster).await
+            pipe(
+                client_rd,
+                client_wr,
+                upstream_rd,
+                upstream_wr,
+                cluster,
+                told,
+            )
+            .await
         }
         (client, upstream) => {
             let (client_rd, client_wr) = tokio::io::split(client.boxed());
             let (upstream_rd, upstream_wr) = tokio::io::split(upstream.boxed());
-            pipe(client_rd, client_wr, upstream_rd, upstream_wr, cluster).await
+            pipe(
+                client_rd,
+                client_wr,
+                upstream_rd,
+                upstream_wr,
+                cluster,
+                told,
+            )
+            .await
         }
     }
 }
@@ -183,6 +214,7 @@ async fn pipe<CR, CW, UR, UW>(
     upstream_rd: UR,
     upstream_wr: UW,
     cluster: &ClusterRuntime,
+    told: Option<IpAddr>,
 ) -> Result<(), ConnError>
 where
     CR: AsyncRead + Splice + Unpin,
@@ -194,7 +226,7 @@ where
     let (tx, rx) = inflight::queue();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
-    let responses = forward_responses(upstream_rd, client_wr, rx, cluster);
+    let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
     tokio::pin!(requests, responses);
     tokio::select! {
         r = &mut requests => {

@@ -14,6 +14,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::upstream::UpstreamError;
+use crate::signals::CloseReason;
 
 /// Requests that may await their response at once on one connection,
 /// answered by the upstream or by the proxy; more stop the proxy reading
@@ -118,22 +119,23 @@ pub(super) enum ConnError {
 }
 
 impl ConnError {
-    /// Label for `sluice_connections_closed_on_error_total`.
-    pub(super) fn reason(&self) -> &'static str {
+    /// Why, as `sluice_connections_closed_on_error_total` and the client
+    /// signals name it.
+    pub(super) fn reason(&self) -> CloseReason {
         match self {
-            ConnError::Io(_) | ConnError::ClosedMidFrame => "io",
-            ConnError::Frame(FrameError::TooLarge { .. }) => "too_large",
-            ConnError::Frame(_) => "malformed",
-            ConnError::FrameTimeout(_) => "frame_timeout",
-            ConnError::WriteTimeout(_) => "write_timeout",
-            ConnError::Rewrite(_) => "rewrite",
-            ConnError::Upstream(e) if e.is_auth() => "upstream_auth",
-            ConnError::Upstream(_) => "upstream",
-            ConnError::Tls(_) => "tls",
+            ConnError::Io(_) | ConnError::ClosedMidFrame => CloseReason::Io,
+            ConnError::Frame(FrameError::TooLarge { .. }) => CloseReason::TooLarge,
+            ConnError::Frame(_) => CloseReason::Malformed,
+            ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
+            ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
+            ConnError::Rewrite(_) => CloseReason::Rewrite,
+            ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
+            ConnError::Upstream(_) => CloseReason::Upstream,
+            ConnError::Tls(_) => CloseReason::Tls,
             ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
-                "upstream_protocol"
+                CloseReason::UpstreamProtocol
             }
-            ConnError::Forced => "drain_deadline",
+            ConnError::Forced => CloseReason::DrainDeadline,
         }
     }
 }

@@ -98,7 +98,10 @@ where
             stop: &mut stop,
         };
         let stopped = match decide(cluster, &header) {
-            Verdict::Forward => Box::pin(way.forward(request)).await?,
+            Verdict::Forward => {
+                cluster.signals.forwarded();
+                Box::pin(way.forward(request)).await?
+            }
             Verdict::Deny { error_code } => Box::pin(way.deny(request, error_code)).await?,
         };
         if stopped {

@@ -6,6 +6,7 @@
 //! `limits.frameTimeout` of waiting for the client to take it (`patience`).
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 
 use bytes::Bytes;
 use sluice_kafka::api_name;
@@ -23,17 +24,22 @@ use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;
+use crate::signals::DecodedApi;
 
 /// Kafka's ApiVersions key.
 const API_VERSIONS: i16 = 18;
+/// Kafka's Metadata key.
+const METADATA: i16 = 3;
 
 /// Upstream to client, until the upstream closes, or the client is done
-/// and every slot is answered.
+/// and every slot is answered. `told`: the client's address on a bootstrap
+/// connection, until its first Metadata answer (the client signals).
 pub(super) async fn forward_responses<R, W>(
     mut rd: R,
     wr: W,
     mut rx: Receiver<Slot>,
     cluster: &ClusterRuntime,
+    mut told: Option<IpAddr>,
 ) -> Result<(), ConnError>
 where
     R: AsyncRead + Splice + Unpin,
@@ -99,6 +105,11 @@ where
                         return Err(ConnError::UpstreamClosed(waiting));
                     }
                     other => other?,
+                }
+                if header.api_key == METADATA
+                    && let Some(ip) = told.take()
+                {
+                    cluster.signals.told_brokers(ip);
                 }
             }
         }
@@ -175,6 +186,11 @@ fn transform(
         )?));
     }
     let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
+    if !rewritten.errors.is_empty()
+        && let Some(api) = DecodedApi::of(header.api_key)
+    {
+        cluster.signals.response_errors(api, &rewritten.errors);
+    }
     if !rewritten.changed {
         return Ok(rewritten.frame);
     }

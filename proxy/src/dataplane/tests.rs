@@ -8,6 +8,7 @@
 //! - `routing`: per-cluster connection limits, learned addresses
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
+//! - `signals`: the client signals, with a real broker and real clients
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ mod faults;
 mod lookups;
 mod memory;
 mod routing;
+mod signals;
 mod streaming;
 
 /// How long a test waits for anything that should happen.
