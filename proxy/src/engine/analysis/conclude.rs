@@ -67,7 +67,7 @@ impl Engine {
     /// cancelled its analysis.
     fn pass(&self, job: &Job, doors: BTreeMap<String, FrontDoor>) {
         let mut state = self.analyses.state();
-        if !state.running.as_ref().is_some_and(|r| r.id == job.id) {
+        if state.running.as_ref().is_none_or(|r| r.id != job.id) {
             return;
         }
         state.running = None;
@@ -117,8 +117,10 @@ impl Engine {
     /// (`client_check`), the verdict, whether the return applied.
     fn reverted(&self, job: &Job, findings: &[Finding], outcome: &ReloadOutcome, previous: &str) {
         let mut state = self.analyses.state();
-        state.running = None;
-        self.analyses.metrics.running(false);
+        if state.running.as_ref().is_some_and(|r| r.id == job.id) {
+            state.running = None;
+            self.analyses.metrics.running(false);
+        }
         drop(state);
         let applied = matches!(outcome, ReloadOutcome::Applied { .. });
         let mut reason = plan::reason(findings);

@@ -54,6 +54,14 @@ async fn verdict(engine: &Engine, text: &str, verdict: Verdict) -> Analysis {
     found.1.clone().unwrap()
 }
 
+/// `f`'s output, or a panic after 20 seconds (what a test awaits must
+/// come).
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen within 20s"))
+}
+
 fn applied(outcome: ReloadOutcome) {
     assert!(
         matches!(outcome, ReloadOutcome::Applied { .. }),

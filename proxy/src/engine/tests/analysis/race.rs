@@ -9,7 +9,7 @@ use sluice_testkit::config::version;
 use sluice_testkit::ports::ports;
 
 use super::fake::{Fake, cluster, config};
-use super::{applied, metric, start, verdict};
+use super::{applied, metric, start, verdict, within};
 use crate::engine::ReloadOutcome;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,7 +34,7 @@ async fn a_reload_while_the_return_holds_the_slot_answers_conflict() {
 
     let bad = config(&[cluster("a", port, 13, "")]);
     applied(engine.reload(bad.as_bytes(), None));
-    inside.recv().await.unwrap();
+    within("the return", inside.recv()).await.unwrap();
     let other = config(&[cluster("a", port, 77, "")]);
     let outcome = engine.reload(other.as_bytes(), None);
     assert!(matches!(outcome, ReloadOutcome::Busy { .. }), "{outcome:?}");
@@ -72,7 +72,10 @@ async fn a_return_waiting_for_the_slot_steps_aside_for_the_reload_holding_it() {
         cluster("b", port + 2, 200, short),
     ]);
     applied(engine.reload(bad.as_bytes(), None));
-    while heard.entered.recv().await.unwrap() != "a@13" {}
+    within("the check of a@13", async {
+        while heard.entered.recv().await.unwrap() != "a@13" {}
+    })
+    .await;
 
     // A newer reload mends a and changes b; it holds the slot while its
     // baseline of b runs.
@@ -84,13 +87,17 @@ async fn a_return_waiting_for_the_slot_steps_aside_for_the_reload_holding_it() {
     let reloading = Arc::clone(&engine);
     let bytes = newer.clone().into_bytes();
     let reload = tokio::task::spawn_blocking(move || reloading.reload(&bytes, None));
-    while heard.entered.recv().await.unwrap() != "b@200" {}
+    within("the baseline of b@200", async {
+        while heard.entered.recv().await.unwrap() != "b@200" {}
+    })
+    .await;
 
     // The bad version's analysis finds the regression and wants the slot.
     fake.release("a@13");
-    assert_eq!(heard.compared.recv().await.unwrap(), "a");
+    let compared = within("the comparison", heard.compared.recv()).await;
+    assert_eq!(compared.unwrap(), "a");
     fake.release("b@200");
-    applied(reload.await.unwrap());
+    applied(within("the newer reload", reload).await.unwrap());
 
     let analysis = verdict(&engine, &newer, Verdict::Passed).await;
     assert_eq!(analysis.previous.as_str(), version(&good));
