@@ -79,11 +79,15 @@ impl Engine {
             }
         }
         let observe = &*analyses.observe;
-        let results = check::detached(futures_util::future::join_all(
-            checks
-                .iter()
-                .map(|(i, c)| bounded(observe, c, &judged[*i].settings.front_door)),
-        ));
+        let results = if checks.is_empty() {
+            Ok(Vec::new())
+        } else {
+            check::detached(futures_util::future::join_all(
+                checks
+                    .iter()
+                    .map(|(i, c)| bounded(observe, c, &judged[*i].settings.front_door)),
+            ))
+        };
         match results {
             Ok(results) => {
                 for ((i, _), result) in checks.iter().zip(results) {

@@ -311,3 +311,27 @@ async fn a_newer_reload_cancels_the_analysis_and_the_last_good_version_stays_the
     );
     engine.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_observer_every_analysis_is_off_and_the_version_good_at_once() {
+    let port = ports(2);
+    let first = config(&[cluster("a", port, 100, "")]);
+    let valid = validate(first.as_bytes(), &crate::config::MemoryFiles::default()).unwrap();
+    let engine = Engine::start(
+        valid,
+        Arc::new(Metrics::new()),
+        Arc::new(crate::config::MemoryFiles::default()),
+    )
+    .unwrap();
+    assert!(engine.status().analysis.is_none(), "startup is not judged");
+    let next = config(&[cluster("a", port, 13, "")]);
+    applied(engine.reload(next.as_bytes(), None));
+    let analysis = engine.status().analysis.unwrap();
+    assert_eq!(analysis.verdict, Verdict::Off);
+    assert_eq!(
+        analysis.clusters[0].notes,
+        ["nothing observes this proxy's clients (no front door or signals wired in)"]
+    );
+    assert_eq!(metric(&engine, "sluice_analysis_running"), Some(0.0));
+    engine.shutdown().await;
+}
