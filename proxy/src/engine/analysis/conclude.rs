@@ -49,6 +49,10 @@ impl Engine {
                 () = job.cancel.cancelled() => return,
                 () = self.reload_slot_free() => {}
             }
+            if self.is_stopping() {
+                // Nothing commits any more; the next start reads its file.
+                return;
+            }
             let (engine, job, findings) =
                 (Arc::clone(self), Arc::clone(&job), Arc::clone(&findings));
             match tokio::task::spawn_blocking(move || engine.revert(&job, &findings)).await {
