@@ -15,6 +15,7 @@ use super::tls::{Loaded, admin_tls, read_file};
 use super::types::{parse_duration, parse_listen};
 use super::yaml::Node;
 
+mod analysis;
 mod cluster;
 mod gateway;
 mod token;

@@ -85,6 +85,7 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
     let mut r = Reasons::default();
     // upstream.checkTimeout and checkOnReload are left out on purpose: they
     // steer the next reload's upstream check, not the running data plane.
+    // So is `analysis` (its caFile included): it judges the next change.
     let (ou, nu) = (&old.upstream, &new.upstream);
     if ou.bootstrap_servers != nu.bootstrap_servers {
         r.changed("upstream.bootstrapServers");

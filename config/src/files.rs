@@ -21,6 +21,10 @@ pub enum FileError {
     /// The source does not read files ([`PathsOnly`]).
     #[error("files are not read by this validator")]
     NotLoaded,
+    /// Read from a [`crate::referenced::FileSnapshot`] that does not hold
+    /// it: the version it was taken for never read this path.
+    #[error("not read when this version was validated")]
+    NotInSnapshot,
 }
 
 /// Reads files named in the configuration.

@@ -49,7 +49,7 @@ pub use build::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};
 pub use diff::diff;
 pub use files::{FileRoots, FileSource, LocalFiles, MemoryFiles, PathsOnly, read_config};
 pub use model::ProxyConfig;
-pub use referenced::Referenced;
+pub use referenced::{FileSnapshot, Referenced};
 pub use sluice_admin_api::{
     AttemptedVersion, Changes, ConfigProblem, ConfigVersion, EffectiveVersion, ModifiedCluster,
 };
@@ -69,6 +69,10 @@ pub struct ValidConfig {
     pub bytes: Arc<[u8]>,
     /// The files it references and its effective version.
     pub referenced: Referenced,
+    /// The files exactly as this validation read them: validating `bytes`
+    /// again through it gives the same configuration, whatever the disk
+    /// holds by then (the proxy returns to its last good version so).
+    pub files: Arc<FileSnapshot>,
 }
 
 /// Validates a configuration, returning every error found, sorted by position.
@@ -85,12 +89,13 @@ pub fn validate_referenced(
     let recording = referenced::Recording::new(files);
     let checked = check(bytes, &recording);
     let version = sluice_volume::config_version(bytes);
-    let referenced = recording.referenced(&version);
+    let (referenced, snapshot) = recording.finish(&version);
     let valid = checked.map(|config| ValidConfig {
         config: Arc::new(config),
         version,
         bytes: bytes.into(),
         referenced: referenced.clone(),
+        files: Arc::new(snapshot),
     });
     (valid, referenced)
 }

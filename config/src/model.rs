@@ -9,7 +9,10 @@ use super::tls::{GatewayTls, Loaded, UpstreamTls};
 use super::types::{ClusterName, Host, HostPattern, HostPort, Port, SniHost};
 use crate::filter::FilterSpec;
 
+pub mod analysis;
 pub(crate) mod sasl;
+
+pub use analysis::{AnalysisSettings, FrontDoorSettings, SignalSettings};
 
 /// Default admin listener: loopback only, so no token is needed.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9190";
@@ -121,6 +124,9 @@ pub struct VirtualCluster {
     pub limits: Limits,
     /// Filters applied to every request, in order.
     pub filters: Vec<FilterSpec>,
+    /// How a change to this cluster is judged by what its clients see
+    /// (never a reason to restart it).
+    pub analysis: AnalysisSettings,
 }
 
 /// The upstream Kafka cluster.

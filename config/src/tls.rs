@@ -254,7 +254,7 @@ fn certificates(
     }
 }
 
-fn ca_certificates(
+pub(crate) fn ca_certificates(
     cx: &mut Cx<'_>,
     node: &Node,
     path: &str,

@@ -10,6 +10,8 @@
 //! - `check`: the upstream check a reload runs before it prepares
 //! - [`validate`]: what a reload of some bytes would do, without doing it
 //! - [`reload`]: validate → diff → prepare → commit → persist → drain
+//! - [`analysis`]: judging a reload by what clients see; the return to the
+//!   last good version
 //! - `drain`: ending a generation's connections
 //! - `status`: what `/admin/config/status` and `/admin/clusters` report
 
@@ -31,6 +33,7 @@ use crate::metrics::Metrics;
 use sluice_admin_api::ClusterState;
 use sluice_admin_api::ReloadStage;
 
+pub mod analysis;
 mod check;
 mod drain;
 mod prepare;
@@ -40,6 +43,7 @@ mod status;
 mod tests;
 pub mod validate;
 
+pub use analysis::{NoObserve, Observe};
 pub use reload::{Attempted, Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
@@ -89,6 +93,8 @@ pub struct Engine {
     persist: OnceLock<Persist>,
     /// This proxy's instance name (`run --instance`), reported in status.
     instance: OnceLock<String>,
+    /// The client-side analysis of reloads, and the last good version.
+    analyses: analysis::Analyses,
 }
 
 impl std::fmt::Debug for Engine {
@@ -161,7 +167,19 @@ impl Engine {
         metrics: Arc<Metrics>,
         files: Arc<dyn FileSource>,
     ) -> Result<Arc<Engine>, StartError> {
+        Self::start_with(config, metrics, files, analysis::no_observe())
+    }
+
+    /// Like [`Engine::start`], judging each reload that changes clusters by
+    /// what `observe` sees of their clients (see [`analysis`]).
+    pub fn start_with(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+        observe: Arc<dyn Observe>,
+    ) -> Result<Arc<Engine>, StartError> {
         let events = Events::new(&metrics);
+        let analyses = analysis::Analyses::new(&metrics, observe, &config);
         let expiry = crate::certs::Expiry::new(&metrics);
         let engine = Arc::new(Engine {
             metrics,
@@ -186,6 +204,7 @@ impl Engine {
             started_with: Arc::clone(&config.config),
             persist: OnceLock::new(),
             instance: OnceLock::new(),
+            analyses,
         });
         // Set at startup; a change takes effect at the next reload.
         engine

@@ -3,17 +3,22 @@
 
 use std::collections::HashMap;
 
-use super::super::model::{DEFAULT_CHECK_TIMEOUT, Limits, Upstream, VirtualCluster};
+use super::super::model::{
+    AnalysisSettings, DEFAULT_CHECK_TIMEOUT, Limits, Upstream, VirtualCluster,
+};
 use super::super::read::{Cx, Fields, boolean, index, integer, list, string, suggest};
 use super::super::sasl::{upstream_nodes, upstream_sasl};
 use super::super::tls::upstream_tls;
 use super::super::types::{ClusterName, HostPort};
 use super::super::yaml::{Node, Value};
+use super::analysis::analysis;
 use super::duration;
 use super::gateway::gateway;
 use crate::filter;
 
-const CLUSTER_KEYS: &[&str] = &["name", "upstream", "gateway", "limits", "filters"];
+const CLUSTER_KEYS: &[&str] = &[
+    "name", "upstream", "gateway", "limits", "filters", "analysis",
+];
 const UPSTREAM_KEYS: &[&str] = &[
     "bootstrapServers",
     "tls",
@@ -92,12 +97,19 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
         Some(filters) => filters,
         None => Some(Vec::new()),
     };
+    let analysis = match f.optional(cx, "analysis", |cx, node, path| {
+        Some(analysis(cx, node, path))
+    }) {
+        Some(analysis) => analysis,
+        None => Some(AnalysisSettings::default()),
+    };
     Some(VirtualCluster {
         name: name?,
         upstream: upstream?,
         gateway: gateway?,
         limits: limits?,
         filters: filters?,
+        analysis: analysis?,
     })
 }
 

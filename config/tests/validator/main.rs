@@ -1,6 +1,7 @@
 //! The validator's integration tests, one binary: the fixture corpus, diff,
 //! validation without files, and properties over generated configurations.
 
+mod analysis;
 mod corpus;
 mod diff;
 mod paths_only;

@@ -81,8 +81,9 @@ pub(super) fn upstreams(config: &ProxyConfig, changes: &Changes) -> Result<(), V
 
 /// Runs `f` to completion on a runtime of its own, on a thread of its own:
 /// the reload runs on a blocking thread (or, in tests, inside an async
-/// task), where the process's runtime cannot be entered again.
-fn detached<F>(f: F) -> Result<F::Output, String>
+/// task), where the process's runtime cannot be entered again. The
+/// analysis' baseline front-door checks run so too.
+pub(in crate::engine) fn detached<F>(f: F) -> Result<F::Output, String>
 where
     F: Future + Send,
     F::Output: Send,

@@ -26,6 +26,19 @@ mod slot;
 pub use outcome::{Attempted, Preconditions, ReloadOutcome};
 use slot::Slot;
 
+/// What a reload applies: a new version, or the last good one again.
+#[derive(Clone, Copy)]
+pub(super) enum Source<'a> {
+    /// New bytes, their files read from the engine's file source; upstreams
+    /// checked, then judged by the client-side analysis.
+    New,
+    /// The last good version's bytes, with the files exactly as they were
+    /// read for it (its snapshot): a return after a regression. No upstream
+    /// check (it ran before, whatever the upstream answers now) and no
+    /// analysis of its own.
+    Revert(&'a dyn crate::config::FileSource),
+}
+
 /// How long a reload waits for the ports it released to be free.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -57,6 +70,8 @@ impl Engine {
         match self.reload_with(
             || Ok::<_, std::convert::Infallible>(Cow::Borrowed(bytes)),
             pre,
+            Source::New,
+            |_| {},
         ) {
             Ok(outcome) => outcome,
             Err(never) => match never {},
@@ -71,51 +86,73 @@ impl Engine {
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Vec<u8>, E>,
     ) -> Result<Attempted, E> {
-        self.reload_with(|| read().map(Cow::Owned), Preconditions::default())
+        self.reload_with(
+            || read().map(Cow::Owned),
+            Preconditions::default(),
+            Source::New,
+            |_| {},
+        )
     }
 
-    fn reload_with<'b, E>(
+    /// One reload of the bytes `read` returns once the slot is held (an
+    /// error there ends it with nothing recorded), from `source`; `finish`
+    /// sees the outcome after it is recorded, before the slot is free.
+    pub(super) fn reload_with<'b, E>(
         self: &Arc<Self>,
         read: impl FnOnce() -> Result<Cow<'b, [u8]>, E>,
         pre: Preconditions<'_>,
+        source: Source<'_>,
+        finish: impl FnOnce(&ReloadOutcome),
     ) -> Result<Attempted, E> {
         let attempt = self.next_attempt();
         let at = SystemTime::now();
         let start = Instant::now();
-        let slot = {
-            let mut running = self.running();
-            match *running {
-                Some((since, _)) => Err(since),
-                None => {
-                    *running = Some((at, ReloadStage::Validate));
-                    Ok(Slot(self))
-                }
-            }
-        };
-        let (outcome, requested) = match slot {
-            Err(since) => (ReloadOutcome::Busy { since }, None),
-            Ok(slot) => {
-                let bytes = read()?;
-                let outcome = self.reload_exclusive(&bytes, pre, start, &slot);
-                if let (ReloadOutcome::Applied { .. }, Some(persist)) =
-                    (&outcome, self.persist.get())
-                {
-                    slot.at(ReloadStage::Persist);
-                    persist(&bytes);
-                }
-                let failed = matches!(
+        let slot = match self.take_slot(at) {
+            Ok(slot) => slot,
+            Err(since) => {
+                let outcome = ReloadOutcome::Busy { since };
+                self.report(&outcome, attempt, at, None, start.elapsed());
+                finish(&outcome);
+                return Ok(Attempted {
+                    attempt,
+                    version: None,
                     outcome,
-                    ReloadOutcome::Rejected { .. } | ReloadOutcome::Failed { .. }
-                );
-                (outcome, Some(self.attempted(&bytes, failed)))
+                });
             }
         };
-        self.report(&outcome, attempt, at, requested.as_ref(), start.elapsed());
+        let bytes = read()?;
+        let outcome = self.reload_exclusive(&bytes, pre, start, &slot, source);
+        if let (ReloadOutcome::Applied { .. }, Some(persist)) = (&outcome, self.persist.get()) {
+            slot.at(ReloadStage::Persist);
+            persist(&bytes);
+        }
+        let failed = matches!(
+            outcome,
+            ReloadOutcome::Rejected { .. } | ReloadOutcome::Failed { .. }
+        );
+        let requested = self.attempted(&bytes, failed, source);
+        // Recorded while the slot is held: whoever waits for it finds the
+        // attempt in status.
+        self.report(&outcome, attempt, at, Some(&requested), start.elapsed());
+        finish(&outcome);
+        drop(slot);
         Ok(Attempted {
             attempt,
-            version: requested,
+            version: Some(requested),
             outcome,
         })
+    }
+
+    /// The one-reload-at-a-time slot, or when the reload holding it started.
+    fn take_slot(&self, at: SystemTime) -> Result<Slot<'_>, SystemTime> {
+        let mut running = self.running();
+        match *running {
+            Some((since, _)) => Err(since),
+            None => {
+                *running = Some((at, ReloadStage::Validate));
+                Ok(Slot(self))
+            }
+        }
     }
 
     /// Waits until no reload runs (at once when none does), for a caller

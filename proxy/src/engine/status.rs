@@ -77,7 +77,7 @@ impl Engine {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             last_failed_version: attempts.failed,
             clusters_failed,
-            analysis: None,
+            analysis: self.analyses.shown(),
             held: false,
         }
     }

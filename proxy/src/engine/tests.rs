@@ -10,6 +10,7 @@ use crate::engine::{Engine, ReloadOutcome, ValidateOutcome};
 use crate::metrics::Metrics;
 
 mod admin_tls;
+mod analysis;
 mod attempts;
 mod hostile_broker;
 mod upstream_check;

@@ -1,6 +1,7 @@
 //! One reload, holding the slot: admit the bytes (stopping, preconditions,
 //! validation), check the upstreams, [`plan`] it, prepare what the plan
-//! names, then commit. Every step that can fail comes before the commit.
+//! names, take the analysis' baseline, then commit and start the analysis.
+//! Every step that can fail comes before the commit.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -14,9 +15,9 @@ use super::outcome::upstream_failed;
 use super::plan::{Plan, Serving, Steps, plan};
 use super::report::restart_required;
 use super::slot::Slot;
-use super::{PORT_RELEASE_TIMEOUT, Preconditions, ReloadOutcome};
+use super::{PORT_RELEASE_TIMEOUT, Preconditions, ReloadOutcome, Source};
 use crate::config::model::{StartupPolicy, VirtualCluster};
-use crate::config::{ValidConfig, diff, validate};
+use crate::config::{FileSource, ValidConfig, diff, validate};
 use crate::dataplane::cluster::Tls;
 use crate::dataplane::listener::Closing;
 use crate::engine::{Engine, check, prepare};
@@ -47,16 +48,23 @@ impl Engine {
         pre: Preconditions<'_>,
         start: Instant,
         slot: &Slot<'_>,
+        source: Source<'_>,
     ) -> ReloadOutcome {
         let current = self.config();
-        let new = match self.admit(bytes, pre, &current) {
+        let files: &dyn FileSource = match source {
+            Source::New => &*self.files,
+            Source::Revert(files) => files,
+        };
+        let new = match self.admit(bytes, pre, &current, files) {
             Ok(new) => new,
             Err(refused) => return *refused,
         };
         let changes = diff(&current.config, &new.config);
-        slot.at(ReloadStage::UpstreamCheck);
-        if let Err(failed) = check::upstreams(&new.config, &changes) {
-            return upstream_failed(failed, current.version);
+        if let Source::New = source {
+            slot.at(ReloadStage::UpstreamCheck);
+            if let Err(failed) = check::upstreams(&new.config, &changes) {
+                return upstream_failed(failed, current.version);
+            }
         }
         let (held, known, serving) = self.serving_now();
         let now = Serving {
@@ -81,19 +89,28 @@ impl Engine {
             Ok(made) => made,
             Err(reason) => return failed(reason, &current),
         };
+        // The version in force is judged by what clients see, before it
+        // goes (a return to the last good version is not judged again).
+        let baseline = match source {
+            Source::New => Some(self.analysis_baseline(&current, &new)),
+            Source::Revert(_) => None,
+        };
         slot.at(ReloadStage::Commit);
-        self.commit_steps(&new, &steps, made).map_or_else(
-            || ReloadOutcome::ShuttingDown {
+        let Some(failed) = self.commit_steps(&new, &steps, made) else {
+            return ReloadOutcome::ShuttingDown {
                 current: current.version.clone(),
-            },
-            |failed| ReloadOutcome::Applied {
-                restart_required: restart_required(&self.started_with, &new.config),
-                version: new.version.clone(),
-                changes,
-                duration: start.elapsed(),
-                failed,
-            },
-        )
+            };
+        };
+        if let Some(baseline) = baseline {
+            self.analysis_start(baseline, &current, &new);
+        }
+        ReloadOutcome::Applied {
+            restart_required: restart_required(&self.started_with, &new.config),
+            version: new.version.clone(),
+            changes,
+            duration: start.elapsed(),
+            failed,
+        }
     }
 
     /// The new configuration, if the proxy is not stopping, the
@@ -103,6 +120,7 @@ impl Engine {
         bytes: &[u8],
         pre: Preconditions<'_>,
         current: &ValidConfig,
+        files: &dyn FileSource,
     ) -> Result<ValidConfig, Box<ReloadOutcome>> {
         if self.is_stopping() {
             return Err(Box::new(ReloadOutcome::ShuttingDown {
@@ -117,7 +135,7 @@ impl Engine {
                 effective: None,
             }));
         }
-        let new = validate(bytes, &*self.files).map_err(|errors| {
+        let new = validate(bytes, files).map_err(|errors| {
             Box::new(ReloadOutcome::Rejected {
                 version: crate::config::config_version(bytes),
                 errors,

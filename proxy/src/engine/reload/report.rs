@@ -16,10 +16,19 @@ impl Engine {
     /// when it `failed` with the very bytes in force (only referenced files
     /// changed: a renewed certificate, say), its effective version, so the
     /// failure is never pinned on the version in force.
-    pub(super) fn attempted(&self, bytes: &[u8], failed: bool) -> AttemptedVersion {
+    pub(super) fn attempted(
+        &self,
+        bytes: &[u8],
+        failed: bool,
+        source: super::Source<'_>,
+    ) -> AttemptedVersion {
         let version = crate::config::config_version(bytes);
         if failed && version == self.config().version {
-            return crate::config::validate_referenced(bytes, &*self.files)
+            let files = match source {
+                super::Source::New => &*self.files,
+                super::Source::Revert(files) => files,
+            };
+            return crate::config::validate_referenced(bytes, files)
                 .1
                 .effective_version
                 .into();
