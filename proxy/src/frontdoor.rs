@@ -110,9 +110,24 @@ impl Door {
         ca: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<Door, DoorError> {
+        let roots = match ca {
+            Some(pem) => ca_certificates(&cluster.name.to_string(), pem)?,
+            None => Vec::new(),
+        };
+        Door::with_roots(cluster, &roots, timeout)
+    }
+
+    /// [`Door::of`] with the CA file's certificates already read (as the
+    /// configuration loads `analysis.frontDoor.caFile`); empty: the last
+    /// certificate of the gateway's own chain is the root.
+    pub fn with_roots(
+        cluster: &VirtualCluster,
+        roots: &[CertificateDer<'static>],
+        timeout: Duration,
+    ) -> Result<Door, DoorError> {
         let name = cluster.name.to_string();
         let tls = match &cluster.gateway.tls {
-            Some(gateway) => Some(trust(&name, ca, &gateway.material.0.cert_chain)?),
+            Some(gateway) => Some(trust(&name, roots, &gateway.material.0.cert_chain)?),
             None => None,
         };
         Ok(Door {
@@ -146,12 +161,12 @@ impl Door {
 /// the gateway chain's last one.
 fn trust(
     cluster: &str,
-    ca: Option<&[u8]>,
+    ca: &[CertificateDer<'static>],
     chain: &[CertificateDer<'static>],
 ) -> Result<DoorTls, DoorError> {
     let (roots, from) = match ca {
-        Some(pem) => (ca_certificates(cluster, pem)?, Trust::CaFile),
-        None => {
+        [_, ..] => (ca.to_vec(), Trust::CaFile),
+        [] => {
             let last = chain
                 .last()
                 .ok_or_else(|| DoorError::NoChain(cluster.to_owned()))?;

@@ -8,6 +8,8 @@
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
 //! - [`frontdoor`]: the front-door check, a cluster's gateway as a client sees it
+//! - [`observe`]: what the engine's analysis observes in production: the
+//!   front door and the signals
 //! - [`signals`]: what the data plane counts of each cluster's clients, and
 //!   the rule that judges a version by them
 //! - [`admin`]: the admin HTTP API
@@ -30,5 +32,6 @@ mod filter;
 pub mod frontdoor;
 mod lifecycle;
 pub mod metrics;
+pub mod observe;
 pub mod server;
 pub mod signals;

@@ -18,6 +18,7 @@ use crate::config::read_config;
 use crate::config::{self, ConfigProblem, LocalFiles};
 use crate::engine::{Engine, ReloadOutcome, StartError};
 use crate::metrics::Metrics;
+use crate::observe::Observed;
 
 /// What `run` needs.
 #[derive(Debug, Clone)]
@@ -141,7 +142,9 @@ impl Proxy {
         let admin = TcpListener::bind(addr).await.map_err(failed)?;
         let admin_addr = admin.local_addr().map_err(failed)?;
 
-        let engine = Engine::start(valid, Arc::new(Metrics::new()), files)?;
+        let metrics = Arc::new(Metrics::new());
+        let observe = Arc::new(Observed::new(Arc::clone(metrics.signals())));
+        let engine = Engine::start_with(valid, metrics, files, observe)?;
         let admin_tls = admin::tls_config(&engine)?;
         // The engine is new: no name is set yet.
         let _ = engine.set_instance(options.instance.clone());

@@ -27,11 +27,13 @@
 //! - `state`: the last good version, the analysis running, what status shows
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use sluice_admin_api::{ClientSignals, Finding, FrontDoor};
 
 use crate::config::model::{FrontDoorSettings, SignalSettings, VirtualCluster};
+use crate::config::types::format_duration;
 
 mod baseline;
 mod conclude;
@@ -133,4 +135,24 @@ impl Observe for NoObserve {
 /// The default observer.
 pub(super) fn no_observe() -> Arc<dyn Observe> {
     Arc::new(NoObserve)
+}
+
+/// The most a front-door check may take: three steps and a margin.
+fn limit(settings: &FrontDoorSettings) -> Duration {
+    settings.timeout * 3 + Duration::from_secs(1)
+}
+
+/// The front-door check of `cluster`, or why it did not finish in time.
+async fn bounded(
+    observe: &dyn Observe,
+    cluster: &VirtualCluster,
+    settings: &FrontDoorSettings,
+) -> Result<FrontDoor, String> {
+    let limit = limit(settings);
+    tokio::time::timeout(limit, observe.front_door(cluster, settings))
+        .await
+        .map_err(|_| {
+            let limit = format_duration(limit);
+            format!("the front-door check did not finish within {limit}")
+        })
 }

@@ -5,19 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use sluice_admin_api::{
     Analysis, AttemptedVersion, ClientSignals, ClusterAnalysis, FrontDoor, Verdict,
 };
 use tokio_util::sync::CancellationToken;
 
-use super::Observe;
+use super::bounded;
 use super::plan::{self, Judged, Unjudged};
 use super::run::{Job, run};
 use super::state::{LastGood, Running, State};
-use crate::config::model::{FrontDoorSettings, VirtualCluster};
-use crate::config::types::format_duration;
 use crate::config::{ValidConfig, diff};
 use crate::engine::{Engine, check, rfc3339};
 
@@ -30,26 +28,6 @@ pub(in crate::engine) struct Baseline<'e> {
     /// Judged clusters whose baseline was measured now, on the last good
     /// version's configuration of them.
     live: Vec<String>,
-}
-
-/// The most a front-door check may take: three steps and a margin.
-fn limit(settings: &FrontDoorSettings) -> Duration {
-    settings.timeout * 3 + Duration::from_secs(1)
-}
-
-/// The front-door check of `cluster`, or why it did not finish in time.
-pub(super) async fn bounded(
-    observe: &dyn Observe,
-    cluster: &VirtualCluster,
-    settings: &FrontDoorSettings,
-) -> Result<FrontDoor, String> {
-    let limit = limit(settings);
-    tokio::time::timeout(limit, observe.front_door(cluster, settings))
-        .await
-        .map_err(|_| {
-            let limit = format_duration(limit);
-            format!("the front-door check did not finish within {limit}")
-        })
 }
 
 impl Engine {

@@ -13,7 +13,7 @@ use sluice_admin_api::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::baseline::bounded;
+use super::bounded;
 use super::plan::{self, Judged};
 use crate::config::ValidConfig;
 use crate::engine::Engine;
