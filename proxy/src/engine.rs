@@ -12,6 +12,7 @@
 //! - [`reload`]: validate → diff → prepare → commit → persist → drain
 //! - `drain`: ending a generation's connections
 //! - `status`: what `/admin/config/status` and `/admin/clusters` report
+//! - `hold`: a data plane held at startup (`run --hold`) until released
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -25,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::model::StartupPolicy;
 use crate::config::{FileSource, ProxyConfig, ValidConfig};
 use crate::dataplane::cluster::ClusterRuntime;
-use crate::dataplane::listener::Listener;
+use crate::dataplane::listener::{Hold, Listener};
 use crate::events::Events;
 use crate::metrics::Metrics;
 use sluice_admin_api::ClusterState;
@@ -33,6 +34,7 @@ use sluice_admin_api::ReloadStage;
 
 mod check;
 mod drain;
+mod hold;
 mod prepare;
 pub mod reload;
 mod status;
@@ -40,6 +42,7 @@ mod status;
 mod tests;
 pub mod validate;
 
+pub use hold::Release;
 pub use reload::{Attempted, Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
@@ -66,6 +69,9 @@ pub struct Engine {
     /// validates, checks upstreams or prepares.
     inner: Mutex<Inner>,
     ready: AtomicBool,
+    /// Whether the data plane is held (`run --hold`): the same hold as
+    /// `Inner::hold`, read here without the lock.
+    hold: Hold,
     /// Set once at shutdown, under `inner`: from then on no reload commits
     /// and no listener opens again.
     stopping: AtomicBool,
@@ -107,6 +113,8 @@ struct Inner {
     draining: Vec<Generation>,
     /// Every bound socket, by address.
     listeners: HashMap<SocketAddr, Listener>,
+    /// Given to every listener a commit starts (startup and reload alike).
+    hold: Hold,
 }
 
 impl Inner {
@@ -161,6 +169,27 @@ impl Engine {
         metrics: Arc<Metrics>,
         files: Arc<dyn FileSource>,
     ) -> Result<Arc<Engine>, StartError> {
+        Engine::launch(config, metrics, files, Hold::new(false))
+    }
+
+    /// Like [`Engine::start`], its data plane held (`run --hold`): every
+    /// port is bound and every cluster prepared, but each connection is
+    /// closed as it comes until [`Engine::release`] (a reload that applies
+    /// releases too: see [`Engine::release_after`]).
+    pub fn start_held(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+    ) -> Result<Arc<Engine>, StartError> {
+        Engine::launch(config, metrics, files, Hold::new(true))
+    }
+
+    fn launch(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+        hold: Hold,
+    ) -> Result<Arc<Engine>, StartError> {
         let events = Events::new(&metrics);
         let expiry = crate::certs::Expiry::new(&metrics);
         let engine = Arc::new(Engine {
@@ -175,8 +204,10 @@ impl Engine {
                 clusters: BTreeMap::new(),
                 draining: Vec::new(),
                 listeners: HashMap::new(),
+                hold: hold.clone(),
             }),
             ready: AtomicBool::new(false),
+            hold,
             stopping: AtomicBool::new(false),
             next_generation: AtomicU64::new(1),
             next_attempt: AtomicU64::new(1),
@@ -191,6 +222,15 @@ impl Engine {
         engine
             .metrics
             .configure_buffers_at_start(config.config.limits.max_buffered_bytes);
+        engine.start_clusters(&config)?;
+        engine.events.config_in_force(None, config.version.as_str());
+        engine.ready.store(true, Ordering::Release);
+        Ok(engine)
+    }
+
+    /// Prepares and commits every cluster of `config` (see [`Engine::start`]).
+    fn start_clusters(&self, config: &ValidConfig) -> Result<(), StartError> {
+        let engine = self;
         let mut failures = Vec::new();
         let mut inner = engine.lock();
         let prepared = prepare::prepare_each(
@@ -240,10 +280,7 @@ impl Engine {
         for c in inner.serving() {
             engine.expiry.set(c);
         }
-        drop(inner);
-        engine.events.config_in_force(None, config.version.as_str());
-        engine.ready.store(true, Ordering::Release);
-        Ok(engine)
+        Ok(())
     }
 
     /// Makes every applied reload call `persist` with its bytes, from now

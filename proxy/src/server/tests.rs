@@ -18,6 +18,7 @@ fn options(dir: &tempfile::TempDir, text: &str) -> RunOptions {
         admin_read_timeout: Duration::from_secs(5),
         instance: "test-proxy".to_owned(),
         file_roots: Vec::new(),
+        hold: None,
     }
 }
 
