@@ -149,7 +149,10 @@ impl Proxy {
         let metrics = Arc::new(Metrics::new());
         let engine = match options.hold {
             Some(timeout) => {
-                tracing::info!(?timeout, "held: no virtual cluster serves until a reload applies, POST /admin/config/release, or the --hold timeout");
+                tracing::info!(
+                    ?timeout,
+                    "held: no virtual cluster serves until a reload applies, POST /admin/config/release, or the --hold timeout"
+                );
                 Engine::start_held(valid, metrics, files)?
             }
             None => Engine::start(valid, metrics, files)?,

@@ -143,11 +143,20 @@ pub(super) async fn reload(
 
 /// `POST /admin/config/release`: a proxy started held serves the version
 /// it holds from now on; a proxy not held stays as it is. No body.
-pub(super) async fn release(State(s): State<AppState>, Extension(caller): Extension<Caller>) -> Response {
+pub(super) async fn release(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
     let released = s.engine.release(Release::Endpoint);
     let version = s.engine.config().version;
     let outcome = if released { "released" } else { "not_held" };
-    audit(&caller, endpoints::RELEASE, Some(version.as_str()), None, outcome);
+    audit(
+        &caller,
+        endpoints::RELEASE,
+        Some(version.as_str()),
+        None,
+        outcome,
+    );
     let answer = Released {
         released,
         current_config_version: version,

@@ -9,6 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 
+mod hold;
+
 fn options(dir: &tempfile::TempDir, text: &str) -> RunOptions {
     let config = dir.path().join("proxy.yaml");
     std::fs::write(&config, text).expect("write");
