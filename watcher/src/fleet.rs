@@ -8,9 +8,12 @@
 //! - [`peers`]: the peers' URLs and their last statuses
 //! - [`rollout`]: waiting at the gate
 //! - [`view`]: `sluice-watcher fleet`, one line per pod
+//! - [`start`]: which version a proxy started held serves (a peer's last
+//!   good one while a rollout is halted)
 
 pub mod gate;
 pub mod peers;
 pub mod rollout;
 pub mod slots;
+pub mod start;
 pub mod view;
