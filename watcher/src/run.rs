@@ -120,11 +120,10 @@ pub async fn run(
     let mut resync = tokio::time::interval(settings.watch.resync);
     resync.tick().await;
     heartbeat.beat();
-    if let Some(fleet) = &settings.fleet {
-        // A proxy started held serves what the fleet vouches for.
-        let volume = rx.borrow().digest.clone();
-        start::at_start(&client, fleet, volume.as_ref(), events.as_ref(), &heartbeat).await;
-    }
+    // A proxy started held serves what the fleet vouches for.
+    let volume = rx.borrow().digest.clone();
+    let fleet = settings.fleet.as_ref();
+    start::at_start(&client, fleet, volume.as_ref(), events.as_ref(), &heartbeat).await;
     let passes = Passes {
         referenced: Referenced::new(&settings.path, settings.watch.clone()),
         rollout: settings
@@ -198,12 +197,11 @@ impl Passes {
     /// One pass: observe → decide → act → remember. Returns the content to
     /// take at once, if any (newer content, or back to the gate).
     async fn pass(&mut self, content: Content, trigger: Trigger) -> Option<(Content, Trigger)> {
-        if let Some(fleet) = &self.settings.fleet {
-            let (volume, events) = (content.digest.as_ref(), self.events.as_ref());
-            if let Settled::FromPeer(_) = start::settle(&self.client, fleet, volume, events).await {
-                // Its proxy now runs a peer's version: the volume's is gated.
-                self.memory.in_sync = None;
-            }
+        let (fleet, events) = (self.settings.fleet.as_ref(), self.events.as_ref());
+        let volume = content.digest.as_ref();
+        if let Settled::FromPeer(_) = start::settle(&self.client, fleet, volume, events).await {
+            // Its proxy now runs a peer's version: the volume's is gated.
+            self.memory.in_sync = None;
         }
         // The effective version, computed once for this decision.
         let seen = self.referenced.seen(&content);

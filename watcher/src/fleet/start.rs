@@ -17,7 +17,8 @@
 //!   the reload releases the proxy. The volume's version then goes through
 //!   the rollout gate like any new version: a halted one is never applied;
 //! - no peer vouches for anything (every pod restarted at once, or a first
-//!   start) → **release alone**, with the volume's version, and say so.
+//!   start) → **release alone**, with the volume's version, and say so. A
+//!   watcher without peers has no one to ask: it releases its proxy alone.
 //!
 //! [`decide`] is pure; [`settle`] observes, decides and acts.
 
@@ -30,6 +31,7 @@ use super::rollout::FleetSettings;
 use crate::client::{Answer, CallError, ProxyClient};
 use crate::events::{Kind, PodEvents};
 use crate::heartbeat::Heartbeat;
+use crate::tls::ProxyTls;
 
 /// One peer that answered: its admin API's URL and its status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +157,7 @@ const START_PATIENCE: Duration = Duration::from_secs(30);
 /// answer, then [`settle`]s. `volume` is the volume's version, for the log.
 pub async fn at_start(
     own: &ProxyClient,
-    fleet: &FleetSettings,
+    fleet: Option<&FleetSettings>,
     volume: Option<&ConfigVersion>,
     events: Option<&PodEvents>,
     heartbeat: &Heartbeat,
@@ -165,20 +167,20 @@ pub async fn at_start(
         let settled = settle(own, fleet, volume, events).await;
         match settled {
             Settled::Unreachable(_) if Instant::now() < deadline => {
-                heartbeat
-                    .beating_while(tokio::time::sleep(fleet.poll))
-                    .await;
+                let poll = fleet.map_or(Duration::from_secs(1), |f| f.poll);
+                heartbeat.beating_while(tokio::time::sleep(poll)).await;
             }
             other => return other,
         }
     }
 }
 
-/// Reads this pod's proxy's status; when it is held, asks the peers,
-/// [`decide`]s and acts, with a log line and an Event for each outcome.
+/// Reads this pod's proxy's status; when it is held, asks the peers (of
+/// `fleet`, if any), [`decide`]s and acts, with a log line and an Event for
+/// each outcome.
 pub async fn settle(
     own: &ProxyClient,
-    fleet: &FleetSettings,
+    fleet: Option<&FleetSettings>,
     volume: Option<&ConfigVersion>,
     events: Option<&PodEvents>,
 ) -> Settled {
@@ -189,16 +191,18 @@ pub async fn settle(
     };
     let held = status.current_config_version;
     let volume = volume.unwrap_or(&held);
-    let answered: Vec<Answered> = peers::statuses(&fleet.source, &fleet.tls, fleet.call_timeout)
-        .await
-        .into_iter()
-        .filter_map(|(url, status)| {
-            Some(Answered {
-                url,
-                status: status?,
-            })
+    let answered: Vec<Answered> = match fleet {
+        Some(f) => peers::statuses(&f.source, &f.tls, f.call_timeout).await,
+        None => Vec::new(),
+    }
+    .into_iter()
+    .filter_map(|(url, status)| {
+        Some(Answered {
+            url,
+            status: status?,
         })
-        .collect();
+    })
+    .collect();
     let settled = match decide(&status.instance, &held, &answered) {
         Start::Release { by } => match own.release().await {
             Ok(_) => {
@@ -213,7 +217,7 @@ pub async fn settle(
             instance,
             url,
             version,
-        } => match from_peer(own, fleet, &url, &version, &held).await {
+        } => match from_peer(own, fleet.map(|f| &f.tls), &url, &version, &held).await {
             Ok(()) => {
                 tracing::info!(%version, peer = %instance, volume = %volume, "started from the fleet's last good version; the volume's version waits for the gate");
                 let message = format!(
@@ -246,16 +250,15 @@ pub async fn settle(
 /// pod's proxy validate them, and reloads them on top of `held`.
 async fn from_peer(
     own: &ProxyClient,
-    fleet: &FleetSettings,
+    tls: Option<&ProxyTls>,
     url: &str,
     version: &ConfigVersion,
     held: &ConfigVersion,
 ) -> Result<(), CallError> {
-    let peer = ProxyClient::with_tls(url, None, &fleet.tls)
+    let peer = ProxyClient::with_tls(url, None, tls.unwrap_or(&ProxyTls::default()))
         .map_err(|e| CallError::Fatal(format!("a client for {url}: {e}")))?;
-    let (bytes, read) = tokio::time::timeout(fleet.call_timeout, peer.config())
-        .await
-        .map_err(|_| CallError::Retry(format!("{url} did not answer in time")))??;
+    // The client's own timeouts bound the call.
+    let (bytes, read) = peer.config().await?;
     if read != *version {
         return Err(CallError::Retry(format!(
             "{url} runs {read} now, not {version}"
