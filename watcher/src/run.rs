@@ -120,10 +120,11 @@ pub async fn run(
     let mut resync = tokio::time::interval(settings.watch.resync);
     resync.tick().await;
     heartbeat.beat();
-    // A proxy started held serves what the fleet vouches for.
+    // A proxy started held serves what the fleet vouches for (one look
+    // before the first pass; each pass looks again).
     let volume = rx.borrow().digest.clone();
     let fleet = settings.fleet.as_ref();
-    start::at_start(&client, fleet, volume.as_ref(), events.as_ref(), &heartbeat).await;
+    start::settle(&client, fleet, volume.as_ref(), events.as_ref()).await;
     let passes = Passes {
         referenced: Referenced::new(&settings.path, settings.watch.clone()),
         rollout: settings

@@ -22,7 +22,7 @@
 //!
 //! [`decide`] is pure; [`settle`] observes, decides and acts.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sluice_admin_api::{ConfigStatus, ConfigVersion, Verdict};
 
@@ -30,7 +30,6 @@ use super::peers;
 use super::rollout::FleetSettings;
 use crate::client::{Answer, CallError, ProxyClient};
 use crate::events::{Kind, PodEvents};
-use crate::heartbeat::Heartbeat;
 use crate::tls::ProxyTls;
 
 /// One peer that answered: its admin API's URL and its status.
@@ -150,34 +149,12 @@ pub enum Settled {
     Failed(String),
 }
 
-/// How long [`at_start`] waits for this pod's proxy to answer at all.
-const START_PATIENCE: Duration = Duration::from_secs(30);
-
-/// At the watcher's start: waits (boundedly) for this pod's proxy to
-/// answer, then [`settle`]s. `volume` is the volume's version, for the log.
-pub async fn at_start(
-    own: &ProxyClient,
-    fleet: Option<&FleetSettings>,
-    volume: Option<&ConfigVersion>,
-    events: Option<&PodEvents>,
-    heartbeat: &Heartbeat,
-) -> Settled {
-    let deadline = Instant::now() + START_PATIENCE;
-    loop {
-        let settled = settle(own, fleet, volume, events).await;
-        match settled {
-            Settled::Unreachable(_) if Instant::now() < deadline => {
-                let poll = fleet.map_or(Duration::from_secs(1), |f| f.poll);
-                heartbeat.beating_while(tokio::time::sleep(poll)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Reads this pod's proxy's status; when it is held, asks the peers (of
 /// `fleet`, if any), [`decide`]s and acts, with a log line and an Event for
-/// each outcome.
+/// each outcome. The watcher calls it at its start, at the start of each
+/// pass, and when [`until_held`] ends: a proxy that does not answer yet (its
+/// container starting beside the watcher's) is settled at the next of
+/// these. `volume` is the volume's version, for the log.
 pub async fn settle(
     own: &ProxyClient,
     fleet: Option<&FleetSettings>,
