@@ -230,15 +230,14 @@ impl Engine {
 
     /// Prepares and commits every cluster of `config` (see [`Engine::start`]).
     fn start_clusters(&self, config: &ValidConfig) -> Result<(), StartError> {
-        let engine = self;
         let mut failures = Vec::new();
-        let mut inner = engine.lock();
+        let mut inner = self.lock();
         let prepared = prepare::prepare_each(
             &prepare::held(&inner),
-            &engine.next_generation,
+            &self.next_generation,
             &config.config.virtual_clusters,
-            &engine.metrics,
-            &engine.events,
+            &self.metrics,
+            &self.events,
             |failed| {
                 failures.push(failed);
                 ControlFlow::Continue(())
@@ -247,7 +246,7 @@ impl Engine {
         let records: Vec<(String, String, Generation)> = failures
             .into_iter()
             .map(|f| {
-                let record = prepare::failed(&f.name, f.generation, f.why.clone(), &engine.events);
+                let record = prepare::failed(&f.name, f.generation, f.why.clone(), &self.events);
                 (f.name, f.why, record)
             })
             .collect();
@@ -258,7 +257,7 @@ impl Engine {
                     &name,
                     p.runtime.generation,
                     "startup aborted".into(),
-                    &engine.events,
+                    &self.events,
                 );
             }
             let failures = records.into_iter().map(|(n, why, _)| (n, why)).collect();
@@ -268,17 +267,11 @@ impl Engine {
             inner.clusters.insert(name, record);
         }
         for p in prepared {
-            prepare::commit(
-                &mut inner,
-                p,
-                &engine.tracker,
-                &engine.events,
-                &engine.metrics,
-            );
+            prepare::commit(&mut inner, p, &self.tracker, &self.events, &self.metrics);
         }
         prepare::route_sni(&inner);
         for c in inner.serving() {
-            engine.expiry.set(c);
+            self.expiry.set(c);
         }
         Ok(())
     }
