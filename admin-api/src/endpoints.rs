@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `POST` [`VALIDATE`] | YAML body | [`ValidateAnswer`](crate::ValidateAnswer) |
 //! | `POST` [`RELOAD`] | YAML body, optional [`IF_MATCH`] | [`ReloadAnswer`](crate::ReloadAnswer) |
+//! | `POST` [`RELEASE`] | — | [`Released`](crate::Released) |
 //! | `GET` [`STATUS`] | — | [`ConfigStatus`](crate::ConfigStatus) |
 //! | `GET` [`CONFIG`] | — | the YAML in force ([`YAML`]), its version as `ETag` |
 //! | `GET` [`CLUSTERS`] | — | [`Clusters`](crate::Clusters) |
@@ -20,6 +21,9 @@
 pub const VALIDATE: &str = "/admin/config/validate";
 /// `POST`: make this configuration the one in force (prepare, then commit).
 pub const RELOAD: &str = "/admin/config/reload";
+/// `POST`: a proxy started held (`run --hold`) serves the version it holds
+/// from now on (a reload that applies releases it too).
+pub const RELEASE: &str = "/admin/config/release";
 /// `GET`: the version in force and the last reload and validation attempts.
 pub const STATUS: &str = "/admin/config/status";
 /// `GET`: the exact bytes in force.

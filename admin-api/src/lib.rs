@@ -14,6 +14,7 @@
 //! - [`changes`]: what a reload changes, per virtual cluster
 //! - [`validate`]: `POST /admin/config/validate`
 //! - [`reload`]: `POST /admin/config/reload`
+//! - [`release`]: `POST /admin/config/release`, for a proxy started held
 //! - [`status`]: `GET /admin/config/status`
 //! - [`clusters`]: `GET /admin/clusters`
 //! - [`probes`]: `GET /admin/health` and `GET /admin/ready`
@@ -31,6 +32,7 @@ pub mod endpoints;
 pub mod error;
 pub mod probes;
 pub mod problem;
+pub mod release;
 pub mod reload;
 pub mod status;
 pub mod validate;
@@ -45,6 +47,7 @@ pub use echo::{MAX_ECHO_CHARS, echoed, echoed_within};
 pub use error::{ErrorBody, Refused};
 pub use probes::{Health, HealthStatus, Readiness};
 pub use problem::ConfigProblem;
+pub use release::Released;
 pub use reload::{
     ReloadAnswer, ReloadApplied, ReloadBusy, ReloadNotApplied, ReloadRejected, UpstreamCheckFailure,
 };

@@ -20,13 +20,14 @@ pub enum HealthStatus {
     Ok,
 }
 
-/// `GET /admin/ready`: 200 when ready, 503 when not (starting or stopping);
+/// `GET /admin/ready`: 200 when ready, 503 when not (starting, held by
+/// `run --hold`, or stopping);
 /// the body says the same for whoever reads bodies rather than statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Readiness {
-    /// Whether startup finished (per `startupPolicy`) and the proxy is not
-    /// stopping.
+    /// Whether startup finished (per `startupPolicy`), the data plane is not
+    /// held, and the proxy is not stopping.
     pub ready: bool,
 }
 

@@ -41,7 +41,10 @@ pub struct ConfigStatus {
     #[serde(default)]
     pub instance: String,
     /// Whether the proxy is ready (startup done, not stopping): a canary
-    /// that turns unready during its soak halts a rollout.
+    /// that turns unready during its soak halts a rollout. A proxy started
+    /// held is ready here (a restart never looks like a version failing);
+    /// [`held`](Self::held) says it serves nothing yet, and `/admin/ready`
+    /// answers 503 until it is released.
     #[serde(default)]
     pub ready: bool,
     /// How long the version in force has been in force, on this proxy's own

@@ -1,5 +1,6 @@
 //! The admin HTTP API, served on `admin.listen`: configuration validate,
-//! reload, status and content; clusters; health, readiness and metrics.
+//! reload, release (of a proxy started held), status and content; clusters;
+//! health, readiness and metrics.
 //!
 //! The handlers only translate HTTP: the engine does the work
 //! ([`Engine::validate`], [`Engine::reload`], persisting included) and the
@@ -70,6 +71,7 @@ fn routes(state: AppState, events: events::AdminEvents) -> Router {
     let mutating = Router::new()
         .route(endpoints::VALIDATE, post(config::validate))
         .route(endpoints::RELOAD, post(config::reload))
+        .route(endpoints::RELEASE, post(config::release))
         .route_layer(middleware::from_fn_with_state(guard, guard::admit));
     Router::new()
         .merge(mutating)
@@ -126,7 +128,7 @@ async fn health() -> Json<Health> {
 
 async fn ready(State(s): State<AppState>) -> Response {
     let answer = Readiness {
-        ready: s.engine.is_ready(),
+        ready: s.engine.serves(),
     };
     (answer::status(answer.status()), Json(answer)).into_response()
 }

@@ -120,6 +120,26 @@ pub struct RunArgs {
     /// Default: env POD_NAME, then SLUICE_INSTANCE, then the host name.
     #[arg(long, value_name = "NAME")]
     pub instance: Option<String>,
+    /// Start held: read and validate FILE, bind every port and prepare
+    /// every virtual cluster as always, but serve no client (each
+    /// connection is closed as it comes; status says `held: true`;
+    /// /admin/ready answers 503) until a reload applies a version (any
+    /// version: a watcher reloads the fleet's last good one), or
+    /// `POST /admin/config/release` (the watcher found FILE's version good
+    /// to serve), or TIMEOUT passes: then FILE's version serves, with a
+    /// warning. With the watcher beside it, a pod started while its fleet
+    /// holds a rollout halted never serves the halted version its volume
+    /// holds. `--hold` alone waits 60s; `--hold=2m` (the `=` is required).
+    #[arg(
+        long,
+        value_name = "TIMEOUT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "60s",
+        value_parser = sluice_process::duration::parse_positive_flag,
+        env = "SLUICE_HOLD"
+    )]
+    pub hold: Option<std::time::Duration>,
     /// Where referenced files may lie.
     #[command(flatten)]
     pub roots: FileRootArgs,
@@ -148,6 +168,7 @@ impl RunArgs {
             admin_read_timeout: self.admin_read_timeout,
             instance: instance(self.instance.as_deref()),
             file_roots: self.roots.file_roots.clone(),
+            hold: self.hold,
         }
     }
 }

@@ -14,6 +14,7 @@
 //!   last good version
 //! - `drain`: ending a generation's connections
 //! - `status`: what `/admin/config/status` and `/admin/clusters` report
+//! - `hold`: a data plane held at startup (`run --hold`) until released
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -27,7 +28,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::model::StartupPolicy;
 use crate::config::{FileSource, ProxyConfig, ValidConfig};
 use crate::dataplane::cluster::ClusterRuntime;
-use crate::dataplane::listener::Listener;
+use crate::dataplane::listener::{Hold, Listener};
 use crate::events::Events;
 use crate::metrics::Metrics;
 use sluice_admin_api::ClusterState;
@@ -36,6 +37,7 @@ use sluice_admin_api::ReloadStage;
 pub mod analysis;
 mod check;
 mod drain;
+mod hold;
 mod prepare;
 pub mod reload;
 mod status;
@@ -44,6 +46,7 @@ mod tests;
 pub mod validate;
 
 pub use analysis::{NoObserve, Observe};
+pub use hold::Release;
 pub use reload::{Attempted, Preconditions, ReloadOutcome};
 pub use validate::ValidateOutcome;
 
@@ -70,6 +73,9 @@ pub struct Engine {
     /// validates, checks upstreams or prepares.
     inner: Mutex<Inner>,
     ready: AtomicBool,
+    /// Whether the data plane is held (`run --hold`): the same hold as
+    /// `Inner::hold`, read here without the lock.
+    hold: Hold,
     /// Set once at shutdown, under `inner`: from then on no reload commits
     /// and no listener opens again.
     stopping: AtomicBool,
@@ -113,6 +119,8 @@ struct Inner {
     draining: Vec<Generation>,
     /// Every bound socket, by address.
     listeners: HashMap<SocketAddr, Listener>,
+    /// Given to every listener a commit starts (startup and reload alike).
+    hold: Hold,
 }
 
 impl Inner {
@@ -167,7 +175,13 @@ impl Engine {
         metrics: Arc<Metrics>,
         files: Arc<dyn FileSource>,
     ) -> Result<Arc<Engine>, StartError> {
-        Self::start_with(config, metrics, files, analysis::no_observe())
+        Engine::launch(
+            config,
+            metrics,
+            files,
+            analysis::no_observe(),
+            Hold::new(false),
+        )
     }
 
     /// Like [`Engine::start`], judging each reload that changes clusters by
@@ -177,6 +191,29 @@ impl Engine {
         metrics: Arc<Metrics>,
         files: Arc<dyn FileSource>,
         observe: Arc<dyn Observe>,
+    ) -> Result<Arc<Engine>, StartError> {
+        Engine::launch(config, metrics, files, observe, Hold::new(false))
+    }
+
+    /// Like [`Engine::start_with`], its data plane held (`run --hold`):
+    /// every port is bound and every cluster prepared, but each connection
+    /// is closed as it comes until [`Engine::release`] (a reload that
+    /// applies releases too: see [`Engine::release_after`]).
+    pub fn start_held(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+        observe: Arc<dyn Observe>,
+    ) -> Result<Arc<Engine>, StartError> {
+        Engine::launch(config, metrics, files, observe, Hold::new(true))
+    }
+
+    fn launch(
+        config: ValidConfig,
+        metrics: Arc<Metrics>,
+        files: Arc<dyn FileSource>,
+        observe: Arc<dyn Observe>,
+        hold: Hold,
     ) -> Result<Arc<Engine>, StartError> {
         let events = Events::new(&metrics);
         let analyses = analysis::Analyses::new(&metrics, observe, &config);
@@ -193,8 +230,10 @@ impl Engine {
                 clusters: BTreeMap::new(),
                 draining: Vec::new(),
                 listeners: HashMap::new(),
+                hold: hold.clone(),
             }),
             ready: AtomicBool::new(false),
+            hold,
             stopping: AtomicBool::new(false),
             next_generation: AtomicU64::new(1),
             next_attempt: AtomicU64::new(1),
@@ -210,14 +249,22 @@ impl Engine {
         engine
             .metrics
             .configure_buffers_at_start(config.config.limits.max_buffered_bytes);
+        engine.start_clusters(&config)?;
+        engine.events.config_in_force(None, config.version.as_str());
+        engine.ready.store(true, Ordering::Release);
+        Ok(engine)
+    }
+
+    /// Prepares and commits every cluster of `config` (see [`Engine::start`]).
+    fn start_clusters(&self, config: &ValidConfig) -> Result<(), StartError> {
         let mut failures = Vec::new();
-        let mut inner = engine.lock();
+        let mut inner = self.lock();
         let prepared = prepare::prepare_each(
             &prepare::held(&inner),
-            &engine.next_generation,
+            &self.next_generation,
             &config.config.virtual_clusters,
-            &engine.metrics,
-            &engine.events,
+            &self.metrics,
+            &self.events,
             |failed| {
                 failures.push(failed);
                 ControlFlow::Continue(())
@@ -226,7 +273,7 @@ impl Engine {
         let records: Vec<(String, String, Generation)> = failures
             .into_iter()
             .map(|f| {
-                let record = prepare::failed(&f.name, f.generation, f.why.clone(), &engine.events);
+                let record = prepare::failed(&f.name, f.generation, f.why.clone(), &self.events);
                 (f.name, f.why, record)
             })
             .collect();
@@ -237,7 +284,7 @@ impl Engine {
                     &name,
                     p.runtime.generation,
                     "startup aborted".into(),
-                    &engine.events,
+                    &self.events,
                 );
             }
             let failures = records.into_iter().map(|(n, why, _)| (n, why)).collect();
@@ -247,22 +294,13 @@ impl Engine {
             inner.clusters.insert(name, record);
         }
         for p in prepared {
-            prepare::commit(
-                &mut inner,
-                p,
-                &engine.tracker,
-                &engine.events,
-                &engine.metrics,
-            );
+            prepare::commit(&mut inner, p, &self.tracker, &self.events, &self.metrics);
         }
         prepare::route_sni(&inner);
         for c in inner.serving() {
-            engine.expiry.set(c);
+            self.expiry.set(c);
         }
-        drop(inner);
-        engine.events.config_in_force(None, config.version.as_str());
-        engine.ready.store(true, Ordering::Release);
-        Ok(engine)
+        Ok(())
     }
 
     /// Makes every applied reload call `persist` with its bytes, from now

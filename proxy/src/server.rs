@@ -1,12 +1,14 @@
 //! `sluice-proxy run`, in two steps a test can also take in-process:
 //! [`Proxy::start`] loads and validates the configuration, binds the admin
-//! port and starts every cluster; [`Proxy::serve`] serves the admin API (and
-//! reloads the file on SIGHUP, when asked) until shutdown, then becomes
-//! not-ready, drains every cluster up to `drainTimeout`, and returns.
+//! port and starts every cluster (held, with `--hold`); [`Proxy::serve`]
+//! serves the admin API (and reloads the file on SIGHUP, when asked, and
+//! releases a hold at its timeout) until shutdown, then becomes not-ready,
+//! drains every cluster up to `drainTimeout`, and returns.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use sluice_process::exit::{Exit, ExitStatus};
 use sluice_process::signals::{self, Hangups};
@@ -16,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, AppState};
 use crate::config::read_config;
 use crate::config::{self, ConfigProblem, LocalFiles};
-use crate::engine::{Engine, ReloadOutcome, StartError};
+use crate::engine::{Engine, Release, ReloadOutcome, StartError};
 use crate::metrics::Metrics;
 use crate::observe::Observed;
 
@@ -35,6 +37,9 @@ pub struct RunOptions {
     /// The directories referenced files may lie beneath (`--file-root`);
     /// empty: the configuration's own directory.
     pub file_roots: Vec<PathBuf>,
+    /// `--hold`: start with the data plane held, for at most this long
+    /// (see [`Engine::start_held`]); `None`: serve at once.
+    pub hold: Option<Duration>,
 }
 
 /// Why the proxy could not run.
@@ -144,7 +149,16 @@ impl Proxy {
 
         let metrics = Arc::new(Metrics::new());
         let observe = Arc::new(Observed::new(Arc::clone(metrics.signals())));
-        let engine = Engine::start_with(valid, metrics, files, observe)?;
+        let engine = match options.hold {
+            Some(timeout) => {
+                tracing::info!(
+                    ?timeout,
+                    "held: no virtual cluster serves until a reload applies, POST /admin/config/release, or the --hold timeout"
+                );
+                Engine::start_held(valid, metrics, files, observe)?
+            }
+            None => Engine::start_with(valid, metrics, files, observe)?,
+        };
         let admin_tls = admin::tls_config(&engine)?;
         // The engine is new: no name is set yet.
         let _ = engine.set_instance(options.instance.clone());
@@ -198,14 +212,20 @@ impl Proxy {
             options.admin_read_timeout,
             stop_admin.clone(),
         ));
-        tracing::info!(admin = %admin_addr, scheme, "sluice-proxy ready");
+        tracing::info!(admin = %admin_addr, scheme, held = engine.is_held(), "sluice-proxy ready");
 
         // Certificates close to expiry are warned about again every hour.
         let mut recheck = tokio::time::interval(std::time::Duration::from_secs(3600));
+        let mut hold = std::pin::pin!(hold_timeout(options.hold));
+        let mut hold_over = options.hold.is_none();
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = recheck.tick() => engine.recheck_certificates(),
+                timeout = &mut hold, if !hold_over => {
+                    hold_over = true;
+                    engine.release(Release::Timeout(timeout));
+                }
                 Some(()) = hangup(&mut hangups) => tokio::select! {
                     () = shutdown.cancelled() => break,
                     () = reload_from_file(&engine, &options.config) => {}
@@ -219,6 +239,19 @@ impl Proxy {
             tracing::error!(error = %e, "admin server task failed");
         }
         tracing::info!("stopped");
+    }
+}
+
+/// Ends `timeout` after it is called (never without one): then a data
+/// plane still held serves the file's version. Counted from `serve`, which
+/// follows `start` at once.
+async fn hold_timeout(timeout: Option<Duration>) -> Duration {
+    match timeout {
+        Some(t) => {
+            tokio::time::sleep(t).await;
+            t
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -245,6 +278,7 @@ async fn reload_from_file(engine: &Arc<Engine>, path: &Path) {
                 .map(|read| read.map(|done| (done.outcome.clone(), done)));
         if let Ok(Ok((_, done))) = &outcome {
             admin::events::audit_signal_reload(done);
+            engine.release_after(&done.outcome);
         }
         match outcome {
             Ok(Err(e)) => {

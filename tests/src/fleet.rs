@@ -1,10 +1,12 @@
 //! A fleet of three "pods" for the fleet-rollout tests and benchmark: each a
 //! network namespace of the caller's own (see `sluice_testkit::netns`) with
 //! the same configuration bytes (`listenHost: 0.0.0.0`, the same ports), its
-//! own ConfigMap-style volume, its own `sluice-proxy` and `sluice-watcher`;
-//! a hub namespace holds the bridge, the broker (tansu) and the driver's
-//! requests. Nothing touches the machine's own namespace. Needs root.
+//! own ConfigMap-style volume, its own `sluice-proxy` (started held, as the
+//! manifests start it) and `sluice-watcher`; a hub namespace holds the
+//! bridge, the broker (tansu) and the driver's requests. Nothing touches the
+//! machine's own namespace. Needs root.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sluice_admin_api::ConfigStatus;
@@ -68,6 +70,8 @@ pub struct Pod {
     pub watcher: Option<Proc>,
     /// Its Secret-style volume (`secret/` beside the configuration), if any.
     pub secret: Option<Volume>,
+    /// Its instance name.
+    pub name: &'static str,
     _dir: tempfile::TempDir,
 }
 
@@ -79,6 +83,8 @@ pub struct Fleet {
     _broker: Proc,
     /// The namespaces.
     pub net: Net,
+    /// Every watcher's arguments besides its own paths.
+    watcher_args: Vec<String>,
 }
 
 impl Fleet {
@@ -142,6 +148,11 @@ impl Fleet {
             .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
             .collect::<Vec<_>>()
             .join(",");
+        let mut watcher_args: Vec<String> = Vec::new();
+        if peers {
+            watcher_args.extend(["--peers".to_owned(), peer_urls]);
+        }
+        watcher_args.extend(watcher_flags.iter().map(|f| (*f).to_owned()));
         let mut pods = Vec::new();
         for (i, name) in NAMES.iter().enumerate() {
             let ns = net.pod(i);
@@ -157,29 +168,10 @@ impl Fleet {
                 std::fs::create_dir(&dir).expect("secret dir");
                 Volume::create_files(&dir, files)
             });
-            let mut cmd = net.command(&ns, bin("sluice-proxy"));
-            cmd.arg("run").arg("--config").arg(volume.path());
-            cmd.args(["--log-format", "json", "--instance", name]);
-            let mut proxy = Proc::spawn(name, cmd);
-            proxy.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
-            let mut cmd = net.command(&ns, bin("sluice-watcher"));
-            cmd.arg("--path").arg(volume.path());
-            cmd.arg("--token-file").arg(volume_dir.join("token"));
-            cmd.args([
-                "--proxy",
-                &format!("http://127.0.0.1:{ADMIN}"),
-                "--metrics-listen",
-                &format!("0.0.0.0:{WATCHER}"),
-                "--log-format",
-                "json",
-            ]);
-            if peers {
-                cmd.args(["--peers", &peer_urls]);
-            }
-            cmd.args(watcher_flags);
-            cmd.env_remove("POD_NAME");
-            let mut watcher = Proc::spawn(&format!("watcher-{i}"), cmd);
-            watcher.wait_for_line("watching configuration", Duration::from_secs(20));
+            let mut proxy = spawn_proxy(&net, &ns, &volume.path(), name);
+            let watcher = spawn_watcher(&net, &ns, i, &volume.path(), &watcher_args);
+            // Held until its watcher decides (the first pod: alone).
+            proxy.wait_for_line("data plane released", Duration::from_secs(30));
             pods.push(Pod {
                 ns,
                 addr: Net::pod_addr(i),
@@ -187,6 +179,7 @@ impl Fleet {
                 proxy,
                 watcher: Some(watcher),
                 secret,
+                name,
                 _dir: dir,
             });
         }
@@ -194,7 +187,40 @@ impl Fleet {
             pods,
             _broker: broker_proc,
             net,
+            watcher_args,
         }
+    }
+
+    /// Kills pod `i`'s watcher and proxy (SIGKILL: an OOM kill, a lost node).
+    pub fn kill(&mut self, i: usize) {
+        self.pods[i].watcher = None;
+        self.pods[i].proxy.stop("KILL", Duration::from_secs(5));
+    }
+
+    /// Starts pod `i`'s proxy again on its volume, held (`--hold`), without
+    /// its watcher; returns once its admin API answers.
+    pub fn start_proxy(&mut self, i: usize) {
+        let pod = &self.pods[i];
+        self.pods[i].proxy = spawn_proxy(&self.net, &pod.ns, &pod.volume.path(), pod.name);
+    }
+
+    /// Starts pod `i`'s watcher again; returns once it watches its volume
+    /// (its proxy held still, or released already: see its log).
+    pub fn start_watcher(&mut self, i: usize) {
+        let pod = &self.pods[i];
+        let watcher = spawn_watcher(
+            &self.net,
+            &pod.ns,
+            i,
+            &pod.volume.path(),
+            &self.watcher_args,
+        );
+        self.pods[i].watcher = Some(watcher);
+    }
+
+    /// Pod `i`'s watcher, running.
+    pub fn watcher(&mut self, i: usize) -> &mut Proc {
+        self.pods[i].watcher.as_mut().expect("a running watcher")
     }
 
     /// Pod `i`'s proxy status, read from the hub.
@@ -284,4 +310,39 @@ pub fn window(s: &ConfigStatus) -> (u128, u128) {
         .expect("after 1970")
         .as_millis();
     (start, start + u128::from(a.duration_ms))
+}
+
+/// A pod's proxy on `config`, started held as the manifests start it;
+/// returns once its admin API is up.
+fn spawn_proxy(net: &Net, ns: &str, config: &Path, name: &str) -> Proc {
+    let mut cmd = net.command(ns, bin("sluice-proxy"));
+    cmd.arg("run").arg("--config").arg(config);
+    cmd.args(["--log-format", "json", "--instance", name, "--hold"]);
+    let mut proxy = Proc::spawn(name, cmd);
+    proxy.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
+    proxy
+}
+
+/// Pod `i`'s watcher of `config` with `args`; returns once it watches.
+fn spawn_watcher(net: &Net, ns: &str, i: usize, config: &Path, args: &[String]) -> Proc {
+    let token = config
+        .parent()
+        .expect("the volume's directory")
+        .join("token");
+    let mut cmd = net.command(ns, bin("sluice-watcher"));
+    cmd.arg("--path").arg(config);
+    cmd.arg("--token-file").arg(token);
+    cmd.args([
+        "--proxy",
+        &format!("http://127.0.0.1:{ADMIN}"),
+        "--metrics-listen",
+        &format!("0.0.0.0:{WATCHER}"),
+        "--log-format",
+        "json",
+    ]);
+    cmd.args(args);
+    cmd.env_remove("POD_NAME");
+    let mut watcher = Proc::spawn(&format!("watcher-{i}"), cmd);
+    watcher.wait_for_line("watching configuration", Duration::from_secs(20));
+    watcher
 }

@@ -1,16 +1,18 @@
-//! The proxy's admin API, as the watcher uses it: status, validate, reload.
+//! The proxy's admin API, as the watcher uses it: status, validate, reload,
+//! release (of a proxy started held), and a peer's configuration in force.
 //! Answers are read as `sluice-admin-api`'s types, by status; problems are
 //! printed with that crate's one `line:column: path: message` format.
 //!
-//! The bearer token goes with validate and reload only: a status read (this
-//! pod's proxy, or a peer's) never carries it. A 401 is retried once when
+//! The bearer token goes with validate, reload and release only: a status
+//! or configuration read (this pod's proxy, or a peer's) never carries it. A 401 is retried once when
 //! the token file holds a new token ([`Token::after_refusal`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_admin_api::{
-    ConfigStatus, ConfigVersion, EffectiveVersion, Refused, ReloadAnswer, ValidateAnswer, endpoints,
+    ConfigStatus, ConfigVersion, EffectiveVersion, Refused, Released, ReloadAnswer, ValidateAnswer,
+    endpoints,
 };
 
 use crate::tls::ProxyTls;
@@ -120,6 +122,45 @@ impl ProxyClient {
         status_answer(status, &body)
     }
 
+    /// `GET /admin/config`, without the token: the exact bytes in force,
+    /// and the version the proxy names them by (its `ETag`), checked: the
+    /// bytes' own SHA-256 must be that version, so bytes cut or changed on
+    /// the way are never applied anywhere.
+    pub async fn config(&self) -> Result<(Vec<u8>, ConfigVersion), CallError> {
+        let resp = self
+            .request(reqwest::Method::GET, endpoints::CONFIG)
+            .send()
+            .await
+            .map_err(|e| CallError::Retry(format!("proxy unreachable: {e}")))?;
+        let status = resp.status().as_u16();
+        let etag = resp
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().trim_matches('"').to_owned());
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| CallError::Retry(format!("reading the proxy's answer: {e}")))?;
+        if status != 200 {
+            return Err(classify(&Refused::new(status, &body)));
+        }
+        config_answer(body.to_vec(), etag.as_deref())
+    }
+
+    /// `POST /admin/config/release`, with the token: a proxy started held
+    /// serves the version it holds.
+    pub async fn release(&self) -> Result<Released, CallError> {
+        let (status, body) = self
+            .send_with_token(|| self.request(reqwest::Method::POST, endpoints::RELEASE))
+            .await?;
+        if status != 200 {
+            return Err(classify(&Refused::new(status, &body)));
+        }
+        serde_json::from_slice(&body)
+            .map_err(|e| CallError::Fatal(format!("unexpected release answer: {e}")))
+    }
+
     /// The base URL, e.g. `http://127.0.0.1:9190`.
     pub fn base(&self) -> &str {
         &self.base
@@ -186,6 +227,25 @@ fn status_answer(status: u16, body: &[u8]) -> Result<ConfigStatus, CallError> {
     }
     serde_json::from_slice(body)
         .map_err(|e| CallError::Fatal(format!("unexpected status answer: {e}")))
+}
+
+/// The bytes of `GET /admin/config`, if their SHA-256 is the version the
+/// proxy names them by.
+fn config_answer(
+    bytes: Vec<u8>,
+    etag: Option<&str>,
+) -> Result<(Vec<u8>, ConfigVersion), CallError> {
+    let version = sluice_volume::config_version(&bytes);
+    match etag {
+        Some(named) if named == version.as_str() => Ok((bytes, version)),
+        Some(named) => Err(CallError::Retry(format!(
+            "the configuration read is {version}, not the version its ETag names ({})",
+            sluice_admin_api::echoed(named)
+        ))),
+        None => Err(CallError::Fatal(
+            "the configuration read has no ETag naming its version".to_owned(),
+        )),
+    }
 }
 
 fn validate_answer(

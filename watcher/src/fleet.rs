@@ -10,10 +10,13 @@
 //! - [`follow`]: after applying, following this pod's proxy's client-side
 //!   analysis of the version until its verdict (a regression halts)
 //! - [`view`]: `sluice-watcher fleet`, one line per pod
+//! - [`start`]: which version a proxy started held serves (a peer's last
+//!   good one while a rollout is halted)
 
 pub mod follow;
 pub mod gate;
 pub mod peers;
 pub mod rollout;
 pub mod slots;
+pub mod start;
 pub mod view;

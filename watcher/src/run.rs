@@ -17,6 +17,7 @@ use crate::decide::{Memory, Observed, Stage, Step, Trigger, decide};
 use crate::events::{Kind, PodEvents};
 use crate::fleet::follow::{AfterApply, after_apply};
 use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
+use crate::fleet::start::{self, Settled};
 pub use crate::heartbeat::Heartbeat;
 use crate::metrics::Metrics;
 use crate::referenced::Referenced;
@@ -91,7 +92,7 @@ fn version(content: &Content) -> &str {
 }
 
 /// Records an Event in the background, when Events are on.
-fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: String) {
+pub(crate) fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: String) {
     if let Some(events) = events.cloned() {
         tokio::spawn(async move { events.report(kind, reason, &message).await });
     }
@@ -120,6 +121,11 @@ pub async fn run(
     let mut resync = tokio::time::interval(settings.watch.resync);
     resync.tick().await;
     heartbeat.beat();
+    // A proxy started held serves what the fleet vouches for (one look
+    // before the first pass; each pass looks again).
+    let volume = rx.borrow().digest.clone();
+    let fleet = settings.fleet.as_ref();
+    start::settle(&client, fleet, volume.as_ref(), events.as_ref()).await;
     let passes = Passes {
         referenced: Referenced::new(&settings.path, settings.watch.clone()),
         rollout: settings
@@ -193,6 +199,12 @@ impl Passes {
     /// One pass: observe → decide → act → remember. Returns the content to
     /// take at once, if any (newer content, or back to the gate).
     async fn pass(&mut self, content: Content, trigger: Trigger) -> Option<(Content, Trigger)> {
+        let (fleet, events) = (self.settings.fleet.as_ref(), self.events.as_ref());
+        let volume = content.digest.as_ref();
+        if let Settled::FromPeer(_) = start::settle(&self.client, fleet, volume, events).await {
+            // Its proxy now runs a peer's version: the volume's is gated.
+            self.memory.in_sync = None;
+        }
         // The effective version, computed once for this decision.
         let seen = self.referenced.seen(&content);
         let stage = Stage::Woke {
@@ -272,7 +284,19 @@ impl Passes {
             &mut self.referenced,
             &mut self.memory,
         );
-        match waited.await {
+        let poll = self
+            .settings
+            .fleet
+            .as_ref()
+            .map_or(Duration::from_secs(1), |f| f.poll);
+        let waited = tokio::select! {
+            w = waited => w,
+            // Its proxy restarted held: the next pass settles it first.
+            () = start::until_held(&self.client, poll) => {
+                return Err(Some((self.rx.borrow().clone(), Trigger::Resync)));
+            }
+        };
+        match waited {
             GateResult::Go { content, effective } => Ok((content, effective)),
             GateResult::Superseded(c) => {
                 self.metrics.swap_seen(version(&c), c.data_dir.as_deref());

@@ -1,5 +1,5 @@
-//! `/admin/config/*`: validate, reload, status, and the configuration in
-//! force. Each handler reads the request, calls the engine, writes its
+//! `/admin/config/*`: validate, reload, release, status, and the
+//! configuration in force. Each handler reads the request, calls the engine, writes its
 //! answer and, for the mutating ones, the audit line; nothing else (`guard`
 //! admitted the caller before).
 
@@ -11,12 +11,14 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Json, Response};
-use sluice_admin_api::{ConfigStatus, ConfigVersion, ReloadAnswer, ValidateAnswer, endpoints};
+use sluice_admin_api::{
+    ConfigStatus, ConfigVersion, Released, ReloadAnswer, ValidateAnswer, endpoints,
+};
 
 use super::error::ApiError;
 use super::events::{Caller, audit};
 use super::{AppState, MAX_BODY_BYTES, answer};
-use crate::engine::Preconditions;
+use crate::engine::{Preconditions, Release};
 
 fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|e| match e {
@@ -118,10 +120,15 @@ pub(super) async fn reload(
     })
     .await;
     let (attempt, answer) = match outcome {
-        Ok(done) => (
-            done.attempt,
-            answer::reload(done.outcome).numbered(done.attempt, done.version),
-        ),
+        Ok(done) => {
+            // A reload that applies, while held (`run --hold`), says which
+            // version to serve.
+            s.engine.release_after(&done.outcome);
+            (
+                done.attempt,
+                answer::reload(done.outcome).numbered(done.attempt, done.version),
+            )
+        }
         Err(_) => return internal(&caller, ENDPOINT, &version),
     };
     audit(
@@ -132,6 +139,29 @@ pub(super) async fn reload(
         reload_outcome(&answer),
     );
     (answer::status(answer.status()), Json(answer)).into_response()
+}
+
+/// `POST /admin/config/release`: a proxy started held serves the version
+/// it holds from now on; a proxy not held stays as it is. No body.
+pub(super) async fn release(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    let released = s.engine.release(Release::Endpoint);
+    let version = s.engine.config().version;
+    let outcome = if released { "released" } else { "not_held" };
+    audit(
+        &caller,
+        endpoints::RELEASE,
+        Some(version.as_str()),
+        None,
+        outcome,
+    );
+    let answer = Released {
+        released,
+        current_config_version: version,
+    };
+    Json(answer).into_response()
 }
 
 /// How a reload ended, in the audit line.

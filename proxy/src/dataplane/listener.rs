@@ -3,9 +3,13 @@
 //! generation the port leads to now, so a reload can hand an open socket to a
 //! new generation without closing it. A port-per-broker listener leads to
 //! one generation and role; an SNI listener to a table of server names
-//! (see [`super::sni`]), swapped whole when SNI clusters change.
+//! (see [`super::sni`]), swapped whole when SNI clusters change. While the
+//! data plane is [`Hold`]ed (`run --hold`), every connection is closed as
+//! soon as it is accepted: nothing is served, yet every port stays bound.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -33,6 +37,31 @@ pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
     socket.listen(BACKLOG)
+}
+
+/// Whether the data plane is held (`run --hold`): shared by every accept
+/// loop, released once for all of them. A held proxy keeps its ports (a
+/// conflict still fails at startup, and no other process can take them) but
+/// closes each connection at once, so no client is served the version it
+/// holds before a watcher has chosen which version to serve.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hold(Arc<AtomicBool>);
+
+impl Hold {
+    /// A hold, held or not from the start.
+    pub(crate) fn new(held: bool) -> Hold {
+        Hold(Arc::new(AtomicBool::new(held)))
+    }
+
+    /// Whether connections are closed as they come.
+    pub(crate) fn is_held(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Serve from now on; whether it was held until now (once true).
+    pub(crate) fn release(&self) -> bool {
+        self.0.swap(false, Ordering::AcqRel)
+    }
 }
 
 /// A bound socket with its accept loop.
@@ -76,12 +105,14 @@ impl Listener {
     /// `tracker`, and so do SNI connections until their server name is
     /// read); connections follow `routes` and run on their generation's
     /// tracker, so a drain can wait for exactly its own. Connections no
-    /// server name routes are counted in `unrouted`.
+    /// server name routes are counted in `unrouted`; while `hold` is held,
+    /// connections are closed as they are accepted.
     pub(crate) fn start(
         socket: TcpListener,
         routes: Routes,
         tracker: &TaskTracker,
         unrouted: SniUnrouted,
+        hold: Hold,
     ) -> Self {
         let addr = socket
             .local_addr()
@@ -89,7 +120,7 @@ impl Listener {
         let (tx, rx) = watch::channel(routes);
         let stop = CancellationToken::new();
         let (closed_tx, closed) = mpsc::sync_channel(1);
-        let accepting = accept_loop(socket, rx, stop.clone(), tracker.clone(), unrouted);
+        let accepting = accept_loop(socket, rx, stop.clone(), tracker.clone(), unrouted, hold);
         tracker.spawn(async move {
             accepting.await;
             // The socket was dropped with the loop: the port is free.
@@ -126,6 +157,7 @@ async fn accept_loop(
     stop: CancellationToken,
     tracker: TaskTracker,
     unrouted: SniUnrouted,
+    hold: Hold,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -133,6 +165,10 @@ async fn accept_loop(
             r = socket.accept() => r,
         };
         match accepted {
+            Ok((tcp, peer)) if hold.is_held() => {
+                tracing::debug!(%peer, "connection closed: the data plane is held");
+                drop(tcp);
+            }
             Ok((tcp, peer)) => {
                 let current = routes.borrow().clone();
                 match current {

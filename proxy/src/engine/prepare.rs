@@ -158,7 +158,9 @@ pub(super) fn commit(
         };
         match (socket, &routes) {
             (Some(socket), _) => {
-                let listener = Listener::start(socket, routes, tracker, metrics.sni_unrouted());
+                let unrouted = metrics.sni_unrouted();
+                let hold = inner.hold.clone();
+                let listener = Listener::start(socket, routes, tracker, unrouted, hold);
                 inner.listeners.insert(addr, listener);
             }
             (None, Routes::Port(_)) => {

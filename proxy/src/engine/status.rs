@@ -78,7 +78,7 @@ impl Engine {
             last_failed_version: attempts.failed,
             clusters_failed,
             analysis: self.analyses.shown(),
-            held: false,
+            held: self.is_held(),
         }
     }
 

@@ -9,6 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 
+mod hold;
+
 fn options(dir: &tempfile::TempDir, text: &str) -> RunOptions {
     let config = dir.path().join("proxy.yaml");
     std::fs::write(&config, text).expect("write");
@@ -18,6 +20,7 @@ fn options(dir: &tempfile::TempDir, text: &str) -> RunOptions {
         admin_read_timeout: Duration::from_secs(5),
         instance: "test-proxy".to_owned(),
         file_roots: Vec::new(),
+        hold: None,
     }
 }
 

@@ -13,6 +13,7 @@ use sluice_testkit::netns::{HUB, Net};
 use sluice_tests::fleet::{ADMIN, Fleet, NAMES, broker, config, window};
 use sluice_tests::python;
 
+mod hold;
 mod renewal;
 
 /// Three pods whose watchers know each other: no stagger or jitter, the

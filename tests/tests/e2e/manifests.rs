@@ -294,6 +294,17 @@ fn names_paths_ports_and_flags_agree_with_the_programs() {
             admits_peers,
             "{name}: the proxy pods may not read each other's status"
         );
+        // A pod started during a halted rollout serves what its peers vouch
+        // for: its proxy starts held, longer than its watcher's resync (when
+        // a proxy restarted alone is found held).
+        let hold =
+            flag(proxy, "--hold").unwrap_or_else(|| panic!("{name}: the proxy has no --hold"));
+        let resync = flag(watcher, "--resync").unwrap_or_else(|| "60s".to_owned());
+        let seconds = |d: &str| humantime::parse_duration(d).unwrap().as_secs();
+        assert!(
+            seconds(&hold) > seconds(&resync),
+            "{name}: --hold={hold}, --resync {resync}"
+        );
 
         // The webhook reads the key the ConfigMap has, and its flags exist.
         assert_eq!(flag(webhook, "--config-key").unwrap(), "proxy.yaml");

@@ -155,3 +155,21 @@ fn the_version_comes_from_the_status() {
         Err(CallError::Retry(_))
     ));
 }
+
+#[test]
+fn a_peers_configuration_is_taken_only_when_its_bytes_are_the_version_named() {
+    let bytes = b"proxy.yaml".to_vec();
+    let named = version();
+    assert_eq!(
+        config_answer(bytes.clone(), Some(named.as_str())),
+        Ok((bytes.clone(), named.clone()))
+    );
+    assert!(matches!(
+        config_answer(b"proxy.y".to_vec(), Some(named.as_str())),
+        Err(CallError::Retry(_))
+    ));
+    assert!(matches!(
+        config_answer(bytes, None),
+        Err(CallError::Fatal(_))
+    ));
+}
