@@ -70,6 +70,9 @@ pub struct PeerStatus {
     /// Its proxy's client-side analysis of the last version it applied
     /// (`None` from a proxy that runs none).
     pub analysis: Option<PeerAnalysis>,
+    /// Its proxy started held (`run --hold`) and serves nothing yet: it runs
+    /// no version, whatever its file holds.
+    pub held: bool,
 }
 
 /// The part of a peer proxy's client-side analysis the gate reads.
@@ -151,7 +154,8 @@ impl Peer {
     /// its effective version is taken at its configuration's word).
     fn runs(&self, target: &Target) -> bool {
         self.status.as_ref().is_some_and(|s| {
-            s.version == target.config
+            !s.held
+                && s.version == target.config
                 && target
                     .effective
                     .as_ref()

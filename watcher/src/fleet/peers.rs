@@ -273,6 +273,7 @@ pub(crate) fn gate_status(s: &ConfigStatus) -> PeerStatus {
         effective: Some(s.effective_version.clone()),
         running_for: Duration::from_millis(s.running_for_ms),
         ready: s.ready,
+        held: s.held,
         newly_failed: s
             .clusters_failed
             .iter()

@@ -40,6 +40,7 @@ fn peer(slot: u64, now: Instant, ago: u64, version: &str, ran: u64) -> Peer {
             newly_failed: Vec::new(),
             failed: None,
             analysis: None,
+            held: false,
         }),
     }
 }
@@ -372,4 +373,19 @@ fn a_regressed_analysis_of_the_version_halts_every_slot_with_the_finding() {
     // Nor is a version whose analysis passed.
     analysed(&mut peers, 0, V, Verdict::Passed);
     assert_eq!(decide(0, &t(V), &peers, now, &settings()), Decision::Apply);
+}
+
+#[test]
+fn a_held_peer_runs_nothing_and_holds_the_next_slot() {
+    let now = Instant::now();
+    let mut canary = peer(0, now, 0, V, 60);
+    if let Some(s) = canary.status.as_mut() {
+        s.held = true;
+    }
+    let peers = [canary, peer(1, now, 0, OLD, 60)];
+    let decision = decide(1, &t(V), &peers, now, &settings());
+    assert!(
+        matches!(&decision, Decision::Wait(why) if why.contains("pod-0")),
+        "{decision:?}"
+    );
 }
