@@ -44,12 +44,6 @@ fn a_pod_replaced_mid_rollout_under_a_new_name_reranks_and_the_rollout_completes
     fleet.wait("every pod to run it", Duration::from_secs(60), |f| {
         (0..3).all(|i| f.runs(i, &v))
     });
-    for (i, slot) in [(0, 1.0), (1, 0.0), (2, 2.0)] {
-        fleet.wait("the new ranks", Duration::from_secs(10), |f| {
-            f.watcher_metric(i, "sluice_watcher_slot") == Some(slot)
-        });
-        assert_eq!(halted(&fleet, i), Some(0.0), "pod {i}");
-    }
     let s = statuses(&fleet);
     assert_eq!(s[1].instance, "sluice-proxy-7c9d8f6b5-a5tqd");
     assert_eq!(
@@ -62,6 +56,27 @@ fn a_pod_replaced_mid_rollout_under_a_new_name_reranks_and_the_rollout_completes
         canary.1 + 5_000 <= last.0,
         "slot 2 after the canary and its soak: {canary:?} {last:?}"
     );
+    for i in 0..3 {
+        assert_eq!(halted(&fleet, i), Some(0.0), "pod {i}");
+    }
+    // The next version goes by the new ranks: the new pod first, then the
+    // old canary after the soak, then pod 2.
+    let v2 = fleet.swap_all(&config(&broker(), 2));
+    fleet.wait("every pod to run v2", Duration::from_secs(60), |f| {
+        (0..3).all(|i| f.runs(i, &v2))
+    });
+    let w: Vec<(u128, u128)> = statuses(&fleet).iter().map(window).collect();
+    assert!(
+        w[1].1 + 5_000 <= w[0].0 && w[0].1 <= w[2].0,
+        "the new canary, its soak, then the old canary, then pod 2: {w:?}"
+    );
+    for (i, slot) in [(0, 1.0), (1, 0.0), (2, 2.0)] {
+        assert_eq!(
+            fleet.watcher_metric(i, "sluice_watcher_slot"),
+            Some(slot),
+            "pod {i}"
+        );
+    }
 }
 
 #[test]
