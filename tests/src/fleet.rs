@@ -167,13 +167,16 @@ impl Fleet {
         let text = self
             .net
             .get(&self.pods[i].ns, &url, Duration::from_secs(2))?;
-        text.lines().find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
+        sample(&text, series)
+    }
+
+    /// Pod `i`'s proxy metric (its admin API's `/metrics`, read from the hub).
+    pub fn proxy_metric(&self, i: usize, series: &str) -> Option<f64> {
+        let url = format!("http://{}:{ADMIN}/metrics", self.pods[i].addr);
+        let text = self
+            .net
+            .get(&self.net.hub(), &url, Duration::from_secs(2))?;
+        sample(&text, series)
     }
 
     /// Publishes `config` on every pod's volume, one right after the other;
@@ -227,6 +230,17 @@ impl Fleet {
         self.status(i)
             .is_some_and(|s| s.current_config_version.as_str() == version)
     }
+}
+
+/// The value of `series` in a `/metrics` text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 /// Starts tansu in the hub and creates the topic `fleet`.

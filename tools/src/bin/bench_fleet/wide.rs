@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use sluice_admin_api::ConfigStatus;
 use sluice_tests::fleet::{Cluster, Fleet, Spec, broker, config_with, window};
 use sluice_tools::record::{Row, Target};
 
@@ -38,6 +39,13 @@ fn cluster(marker: u32, analysis: Option<&str>) -> Cluster {
         analysis: analysis.map(str::to_owned),
         ..Cluster::default()
     }
+}
+
+/// Pod `i`'s status; a loaded machine may need a few tries.
+fn status(fleet: &Fleet, i: usize) -> ConfigStatus {
+    (0..10)
+        .find_map(|_| fleet.status(i))
+        .unwrap_or_else(|| panic!("pod {i} gives no status"))
 }
 
 /// CPU ticks of every proxy and of every watcher.
@@ -80,9 +88,7 @@ pub(crate) fn run(pods: usize) {
         pending.retain(|i| !fleet.runs(*i, &version));
     }
     let cpu_after = cpu(&fleet);
-    let ends: Vec<(u128, u128)> = (0..pods)
-        .map(|i| window(&fleet.status(i).expect("status")))
-        .collect();
+    let ends: Vec<(u128, u128)> = (0..pods).map(|i| window(&status(&fleet, i))).collect();
     let in_order = ends.windows(2).all(|w| w[0].1 <= w[1].0);
     let total_ms = ends.iter().map(|w| w.1).max().unwrap_or(swapped) - swapped;
     let secs = total_ms as f64 / 1e3;
@@ -125,6 +131,21 @@ pub(crate) fn run(pods: usize) {
          over the rollout ({secs:.1} s): {requests} requests in all, {:.0}/s for the fleet",
         requests as f64 / secs
     ))
+    .emit();
+    let refused: f64 = (0..pods)
+        .filter_map(|i| fleet.proxy_metric(i, "sluice_admin_connections_rejected_total"))
+        .sum();
+    Row::new(
+        "fleet",
+        format!("admin connections refused (64 per proxy at most), {pods}-pod rollout"),
+        "connections",
+        vec![refused],
+    )
+    .target(
+        Target::AtMost(0.0),
+        "0: every watcher keeps one connection to every pod",
+    )
+    .note("sluice_admin_connections_rejected_total summed over the proxies after the rollout")
     .emit();
     let per_request = |ticks: u64| ticks as f64 / TICKS / requests.max(1) as f64 * 1e6;
     Row::new(
