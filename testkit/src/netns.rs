@@ -10,6 +10,7 @@
 
 use std::net::Ipv4Addr;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The hub's address (the broker and the driver live there).
@@ -34,10 +35,14 @@ fn ip(args: &[&str]) {
 
 impl Net {
     /// Makes the hub and `pods` pod namespaces, named after this process
-    /// (`sl<pid>h`, `sl<pid>p0`, ...) so that parallel test processes never
+    /// and this set's number in it (`sl<pid>ah`, `sl<pid>ap0`, ...) so that
+    /// parallel test processes, and parallel tests in one process, never
     /// collide, and removes any left over by an earlier run of the same pid.
     pub fn new(pods: usize) -> Net {
-        let prefix = format!("sl{}", std::process::id());
+        static SETS: AtomicUsize = AtomicUsize::new(0);
+        let n = SETS.fetch_add(1, Ordering::Relaxed) % 26;
+        let letter = char::from(b'a' + u8::try_from(n).expect("below 26"));
+        let prefix = format!("sl{}{letter}", std::process::id());
         let net = Net { prefix, pods };
         net.remove();
         let hub = net.hub();
@@ -102,6 +107,16 @@ impl Net {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", ns]).arg(program);
         cmd
+    }
+
+    /// Runs `ip ARGS` inside namespace `ns` (one of this set's), panicking
+    /// with its error if it fails: an address or a route a test adds.
+    pub fn ip(&self, ns: &str, args: &[&str]) {
+        assert!(
+            ns == self.hub() || (0..self.pods).any(|i| self.pod(i) == ns),
+            "{ns} is not a namespace of this set"
+        );
+        self.exec_ip(ns, args);
     }
 
     fn exec_ip(&self, ns: &str, args: &[&str]) {

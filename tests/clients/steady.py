@@ -1,6 +1,9 @@
 """Produces and consumes continuously until stdin closes, then reports JSON.
 
-usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE] [--verify BROKER]
+usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE] [--verify BROKER] [--progress]
+
+With --progress, it prints "PROGRESS <acked> <error_count>" every 200 ms once
+started, so that a test sees the client producing again after an outage.
 
 With --ca, both clients speak TLS and verify the server against CA_FILE.
 
@@ -27,6 +30,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition, OFFSET_BEGINNING
 
 bootstrap, topic, group = sys.argv[1:4]
 idempotent = "--idempotent" in sys.argv
+progress = "--progress" in sys.argv
 ca = sys.argv[sys.argv.index("--ca") + 1] if "--ca" in sys.argv else None
 verify = sys.argv[sys.argv.index("--verify") + 1] if "--verify" in sys.argv else bootstrap
 
@@ -88,6 +92,26 @@ def consume():
 
 reader = threading.Thread(target=consume, daemon=True)
 reader.start()
+printing = threading.Lock()
+
+
+def say(line):
+    with printing:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def report_progress():
+    while not stop.is_set():
+        if started.is_set():
+            with lock:
+                n = len(acked)
+            say(f"PROGRESS {n} {len(errors)}")
+        time.sleep(0.2)
+
+
+if progress:
+    threading.Thread(target=report_progress, daemon=True).start()
 closed = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
 i = 0
@@ -97,7 +121,7 @@ while not closed.is_set():
     i += 1
     producer.poll(0.002)
     if started.is_set() and not announced:
-        print("STARTED", flush=True)
+        say("STARTED")
         announced = True
 producer.flush(30)
 deadline = time.time() + 30
@@ -142,7 +166,7 @@ def in_the_log(keys):
 found = in_the_log(set(lost)) if lost else set()
 skipped = sorted(found, key=int)
 missing = [k for k in lost if k not in found]
-print(json.dumps({
+say(json.dumps({
     "acked": len(acked),
     "consumed": len(seen),
     "lost": len(lost),
@@ -155,4 +179,4 @@ print(json.dumps({
     "error_count": len(errors),
     "disconnects": len(counter.disconnects),
     "disconnect_sample": counter.disconnects[:5],
-}), flush=True)
+}))

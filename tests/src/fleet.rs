@@ -1,19 +1,27 @@
-//! A fleet of three "pods" for the fleet-rollout tests and benchmark: each a
-//! network namespace of the caller's own (see `sluice_testkit::netns`) with
-//! the same configuration bytes (`listenHost: 0.0.0.0`, the same ports), its
-//! own ConfigMap-style volume, its own `sluice-proxy` (started held, as the
-//! manifests start it) and `sluice-watcher`; a hub namespace holds the
-//! bridge, the broker (tansu) and the driver's requests. Nothing touches the
-//! machine's own namespace. Needs root.
+//! A fleet of "pods" for the fleet-rollout tests and benchmark (three
+//! unless asked otherwise): each a network namespace of the caller's own
+//! (see `sluice_testkit::netns`) with the same configuration bytes
+//! (`listenHost: 0.0.0.0`, the same ports), its own ConfigMap-style volume,
+//! its own `sluice-proxy` (started held, as the manifests start it) and
+//! `sluice-watcher`; a hub namespace holds the
+//! bridge, the broker (tansu) and the driver's requests. Nothing touches
+//! the machine's own namespace. Needs root.
+//!
+//! - [`config`]: the configuration every pod gets, and what tests change in it
+//! - [`pod`]: one pod, killed, replaced under another name, its watcher restarted
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sluice_admin_api::ConfigStatus;
-use sluice_testkit::bin;
-use sluice_testkit::netns::{HUB, Net};
+use sluice_testkit::netns::Net;
 use sluice_testkit::process::Proc;
-use sluice_testkit::volume::Volume;
+
+mod config;
+mod pod;
+
+pub use config::{Cluster, broker, config, config_tls, config_with};
+pub use pod::Pod;
+use pod::WatcherArgs;
 
 /// Every proxy's admin port.
 pub const ADMIN: u16 = 9190;
@@ -25,54 +33,50 @@ pub const BROKER: u16 = 9092;
 /// Every pod's admin token (the proxy refuses fewer than 32 characters).
 const TOKEN: &str = "fleet-test-token-5d41402abc4b2a76b9719d911017c592";
 
-/// Deployment-style pod names: the canary is the first in byte order.
+/// Deployment-style pod names of a three-pod fleet: the canary is the
+/// first in byte order.
 pub const NAMES: [&str; 3] = [
     "sluice-proxy-7c9d8f6b5-b8kqz",
     "sluice-proxy-7c9d8f6b5-m2x9p",
     "sluice-proxy-7c9d8f6b5-x2kfp",
 ];
 
-/// The configuration every pod gets: one cluster in front of `upstream`;
-/// `marker` makes each version distinct.
-pub fn config(upstream: &str, marker: u32) -> String {
-    format!(
-        "# version {marker}\nadmin: {{ listen: 0.0.0.0:{ADMIN}, tokenFile: token }}\ndrainTimeout: 2s\nvirtualClusters:\n  - name: orders\n    upstream: {{ bootstrapServers: [\"{upstream}\"], checkTimeout: 3s }}\n    gateway: {{ listenHost: 0.0.0.0, advertisedHost: 127.0.0.1, bootstrapPort: 19092, brokerPorts: {{ start: 19093, count: 1, firstNodeId: 111 }} }}\n"
+/// Pod `i`'s name: [`NAMES`] for the first three, then names that sort
+/// after them in the order of `i`.
+pub fn name(i: usize) -> String {
+    NAMES.get(i).map_or_else(
+        || format!("sluice-proxy-7c9d8f6b5-z{i:04}"),
+        |n| (*n).to_owned(),
     )
 }
 
-/// Like [`config`], the cluster serving TLS with the pair in each pod's
-/// Secret-style volume `secret/` beside the configuration (the same bytes on
-/// every pod: the paths are relative).
-pub fn config_tls(upstream: &str, marker: u32) -> String {
-    config(upstream, marker).replace(
-        "firstNodeId: 111 }",
-        "firstNodeId: 111 }, tls: { certFile: secret/tls.crt, keyFile: secret/tls.key }",
-    )
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Spec<'a> {
+    /// How many pods.
+    pub pods: usize,
+    /// Whether the watchers know their peers (the gate on).
+    pub peers: bool,
+    /// Every watcher's further flags.
+    pub flags: &'a [&'a str],
+    /// The configuration every pod starts with.
+    pub initial: String,
+    /// Files of each pod's Secret-style volume `secret/`, if any.
+    pub secret: Option<&'a [(&'a str, &'a [u8])]>,
 }
 
-/// The broker's address.
-pub fn broker() -> String {
-    format!("{HUB}:{BROKER}")
-}
-
-/// One pod.
-#[derive(Debug)]
-pub struct Pod {
-    /// Its namespace.
-    pub ns: String,
-    /// Its address.
-    pub addr: std::net::Ipv4Addr,
-    /// Its configuration volume.
-    pub volume: Volume,
-    /// Its proxy.
-    pub proxy: Proc,
-    /// Its watcher (`None` once killed).
-    pub watcher: Option<Proc>,
-    /// Its Secret-style volume (`secret/` beside the configuration), if any.
-    pub secret: Option<Volume>,
-    /// Its instance name.
-    pub name: &'static str,
-    _dir: tempfile::TempDir,
+impl<'a> Spec<'a> {
+    /// Three pods whose watchers know each other and get `flags`, starting
+    /// with [`config`]'s version 0.
+    pub fn new(flags: &'a [&'a str]) -> Spec<'a> {
+        Spec {
+            pods: NAMES.len(),
+            peers: true,
+            flags,
+            initial: config(&broker(), 0),
+            secret: None,
+        }
+    }
 }
 
 /// The pods, the broker and the namespaces.
@@ -83,144 +87,92 @@ pub struct Fleet {
     _broker: Proc,
     /// The namespaces.
     pub net: Net,
-    /// Every watcher's arguments besides its own paths.
-    watcher_args: Vec<String>,
+    watcher: WatcherArgs,
 }
 
 impl Fleet {
     /// Starts the broker and every pod; the watchers know their peers and
     /// get `watcher_flags` too.
     pub fn start(watcher_flags: &[&str]) -> Fleet {
-        Self::start_with(true, watcher_flags)
+        Self::launch(Spec::new(watcher_flags))
     }
 
     /// Like [`Fleet::start`]; without `peers`, each watcher on its own (the
     /// gate off: the per-slot delay only).
     pub fn start_with(peers: bool, watcher_flags: &[&str]) -> Fleet {
-        Self::launch(peers, watcher_flags, &config(&broker(), 0), None)
+        Self::launch(Spec {
+            peers,
+            ..Spec::new(watcher_flags)
+        })
     }
 
     /// Like [`Fleet::start`], each pod serving TLS ([`config_tls`]) with the
     /// `tls.crt` and `tls.key` of `secret` in its own Secret-style volume.
     pub fn start_tls(watcher_flags: &[&str], secret: &[(&str, &[u8])]) -> Fleet {
-        Self::launch(true, watcher_flags, &config_tls(&broker(), 0), Some(secret))
+        Self::launch(Spec {
+            initial: config_tls(&broker(), 0),
+            secret: Some(secret),
+            ..Spec::new(watcher_flags)
+        })
     }
 
-    fn launch(
-        peers: bool,
-        watcher_flags: &[&str],
-        initial: &str,
-        secret: Option<&[(&str, &[u8])]>,
-    ) -> Fleet {
-        let net = Net::new(NAMES.len());
-        let hub = net.hub();
-        let listen = format!("tcp://{}", broker());
-        let mut cmd = net.command(&hub, "tansu");
-        cmd.args([
-            "broker",
-            "--listener-url",
-            &listen,
-            "--advertised-listener-url",
-            &listen,
-        ]);
-        cmd.args(["--storage-engine", "memory://tansu/"]);
-        let mut broker_proc = Proc::spawn("tansu", cmd);
-        broker_proc.wait_for_line("ready in", Duration::from_secs(30));
-        let out = net
-            .command(&hub, "tansu")
-            .args([
-                "topic",
-                "create",
-                "fleet",
-                "--broker",
-                &listen,
-                "--partitions",
-                "1",
-            ])
-            .output()
-            .expect("create topic");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let peer_urls = (0..NAMES.len())
-            .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut watcher_args: Vec<String> = Vec::new();
-        if peers {
-            watcher_args.extend(["--peers".to_owned(), peer_urls]);
-        }
-        watcher_args.extend(watcher_flags.iter().map(|f| (*f).to_owned()));
-        let mut pods = Vec::new();
-        for (i, name) in NAMES.iter().enumerate() {
-            let ns = net.pod(i);
-            let dir = tempfile::tempdir().expect("temp dir");
-            std::fs::write(dir.path().join("token"), TOKEN).expect("token");
-            let volume_dir = dir.path().join("config");
-            std::fs::create_dir(&volume_dir).expect("volume dir");
-            let volume = Volume::create(&volume_dir, "proxy.yaml", initial.as_bytes());
-            // The token sits beside the volume, referenced relative to it.
-            std::fs::write(volume_dir.join("token"), TOKEN).expect("token");
-            let secret = secret.map(|files| {
-                let dir = volume_dir.join("secret");
-                std::fs::create_dir(&dir).expect("secret dir");
-                Volume::create_files(&dir, files)
-            });
-            let mut proxy = spawn_proxy(&net, &ns, &volume.path(), name);
-            let watcher = spawn_watcher(&net, &ns, i, &volume.path(), &watcher_args);
-            // Held until its watcher decides (the first pod: alone).
-            proxy.wait_for_line("data plane released", Duration::from_secs(30));
-            pods.push(Pod {
-                ns,
-                addr: Net::pod_addr(i),
-                volume,
-                proxy,
-                watcher: Some(watcher),
-                secret,
-                name,
-                _dir: dir,
-            });
-        }
+    /// Starts the broker (with the topic `fleet`) and the pods `spec` asks for.
+    pub fn launch(spec: Spec<'_>) -> Fleet {
+        let net = Net::new(spec.pods);
+        let broker_proc = start_broker(&net);
+        let peers = spec.peers.then(|| {
+            (0..spec.pods)
+                .map(|i| format!("http://{}:{ADMIN}", Net::pod_addr(i)))
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        let watcher = WatcherArgs {
+            peers,
+            flags: spec.flags.iter().map(|f| (*f).to_owned()).collect(),
+        };
+        let pods = (0..spec.pods)
+            .map(|i| Pod::start(&net, i, &name(i), &spec.initial, spec.secret, &watcher))
+            .collect();
         Fleet {
             pods,
             _broker: broker_proc,
             net,
-            watcher_args,
+            watcher,
         }
+    }
+
+    /// Kills pod `i` (its proxy and its watcher) and starts a pod named
+    /// `name` in its place, as a Deployment replaces a pod: same address and
+    /// volume, a new instance name (so the slots may change).
+    pub fn replace(&mut self, i: usize, name: &str) {
+        self.pods[i].replace(&self.net, i, name, &self.watcher);
     }
 
     /// Kills pod `i`'s watcher and proxy (SIGKILL: an OOM kill, a lost node).
     pub fn kill(&mut self, i: usize) {
-        self.pods[i].watcher = None;
-        self.pods[i].proxy.stop("KILL", Duration::from_secs(5));
+        self.pods[i].kill();
     }
 
     /// Starts pod `i`'s proxy again on its volume, held (`--hold`), without
     /// its watcher; returns once its admin API answers.
     pub fn start_proxy(&mut self, i: usize) {
-        let pod = &self.pods[i];
-        self.pods[i].proxy = spawn_proxy(&self.net, &pod.ns, &pod.volume.path(), pod.name);
+        self.pods[i].start_proxy(&self.net);
     }
 
     /// Starts pod `i`'s watcher again; returns once it watches its volume
     /// (its proxy held still, or released already: see its log).
     pub fn start_watcher(&mut self, i: usize) {
-        let pod = &self.pods[i];
-        let watcher = spawn_watcher(
-            &self.net,
-            &pod.ns,
-            i,
-            &pod.volume.path(),
-            &self.watcher_args,
-        );
-        self.pods[i].watcher = Some(watcher);
+        self.restart_watcher(i);
     }
 
     /// Pod `i`'s watcher, running.
     pub fn watcher(&mut self, i: usize) -> &mut Proc {
         self.pods[i].watcher.as_mut().expect("a running watcher")
+    }
+
+    /// Kills pod `i`'s watcher and starts a new one.
+    pub fn restart_watcher(&mut self, i: usize) {
+        self.pods[i].restart_watcher(&self.net, i, &self.watcher);
     }
 
     /// Pod `i`'s proxy status, read from the hub.
@@ -238,13 +190,16 @@ impl Fleet {
         let text = self
             .net
             .get(&self.pods[i].ns, &url, Duration::from_secs(2))?;
-        text.lines().find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
+        sample(&text, series)
+    }
+
+    /// Pod `i`'s proxy metric (its admin API's `/metrics`, read from the hub).
+    pub fn proxy_metric(&self, i: usize, series: &str) -> Option<f64> {
+        let url = format!("http://{}:{ADMIN}/metrics", self.pods[i].addr);
+        let text = self
+            .net
+            .get(&self.net.hub(), &url, Duration::from_secs(2))?;
+        sample(&text, series)
     }
 
     /// Publishes `config` on every pod's volume, one right after the other;
@@ -300,6 +255,53 @@ impl Fleet {
     }
 }
 
+/// The value of `series` in a `/metrics` text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Starts tansu in the hub and creates the topic `fleet`.
+fn start_broker(net: &Net) -> Proc {
+    let hub = net.hub();
+    let listen = format!("tcp://{}", broker());
+    let mut cmd = net.command(&hub, "tansu");
+    cmd.args([
+        "broker",
+        "--listener-url",
+        &listen,
+        "--advertised-listener-url",
+        &listen,
+    ]);
+    cmd.args(["--storage-engine", "memory://tansu/"]);
+    let mut broker_proc = Proc::spawn("tansu", cmd);
+    broker_proc.wait_for_line("ready in", Duration::from_secs(30));
+    let out = net
+        .command(&hub, "tansu")
+        .args([
+            "topic",
+            "create",
+            "fleet",
+            "--broker",
+            &listen,
+            "--partitions",
+            "1",
+        ])
+        .output()
+        .expect("create topic");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    broker_proc
+}
+
 /// `(start, end)` of a proxy's last reload, from its own status (ms since
 /// the epoch, parsed from RFC 3339).
 pub fn window(s: &ConfigStatus) -> (u128, u128) {
@@ -310,39 +312,4 @@ pub fn window(s: &ConfigStatus) -> (u128, u128) {
         .expect("after 1970")
         .as_millis();
     (start, start + u128::from(a.duration_ms))
-}
-
-/// A pod's proxy on `config`, started held as the manifests start it;
-/// returns once its admin API is up.
-fn spawn_proxy(net: &Net, ns: &str, config: &Path, name: &str) -> Proc {
-    let mut cmd = net.command(ns, bin("sluice-proxy"));
-    cmd.arg("run").arg("--config").arg(config);
-    cmd.args(["--log-format", "json", "--instance", name, "--hold"]);
-    let mut proxy = Proc::spawn(name, cmd);
-    proxy.wait_for_line("sluice-proxy ready", Duration::from_secs(30));
-    proxy
-}
-
-/// Pod `i`'s watcher of `config` with `args`; returns once it watches.
-fn spawn_watcher(net: &Net, ns: &str, i: usize, config: &Path, args: &[String]) -> Proc {
-    let token = config
-        .parent()
-        .expect("the volume's directory")
-        .join("token");
-    let mut cmd = net.command(ns, bin("sluice-watcher"));
-    cmd.arg("--path").arg(config);
-    cmd.arg("--token-file").arg(token);
-    cmd.args([
-        "--proxy",
-        &format!("http://127.0.0.1:{ADMIN}"),
-        "--metrics-listen",
-        &format!("0.0.0.0:{WATCHER}"),
-        "--log-format",
-        "json",
-    ]);
-    cmd.args(args);
-    cmd.env_remove("POD_NAME");
-    let mut watcher = Proc::spawn(&format!("watcher-{i}"), cmd);
-    watcher.wait_for_line("watching configuration", Duration::from_secs(20));
-    watcher
 }

@@ -12,7 +12,7 @@
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
-//! - [`fleet`]: three pods in network namespaces (the rollout tests and bench)
+//! - [`fleet`]: pods in network namespaces (the rollout tests and bench)
 //! - [`prometheus`]: a real Prometheus, `promtool`, the shipped rules and dashboard
 //! - [`promql`]: metric names in PromQL expressions and in `/metrics` texts
 //!

@@ -148,6 +148,16 @@ pub fn holding(mut cmd: Command) -> Holding {
 pub struct Steady {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
+    progress: std::sync::Arc<std::sync::Mutex<Progress>>,
+}
+
+/// What a running `steady.py --progress` last said (every 200 ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Messages acknowledged so far.
+    pub acked: u64,
+    /// Errors reported so far.
+    pub errors: u64,
 }
 
 impl Steady {
@@ -179,13 +189,14 @@ impl Steady {
     }
 
     /// Starts it inside network namespace `ns` (a test "pod", see
-    /// `sluice_testkit::netns`), not idempotent.
+    /// `sluice_testkit::netns`), not idempotent, reporting its
+    /// [`Progress`].
     pub fn start_in(ns: &str, bootstrap: &str, topic: &str, group: &str) -> Steady {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", ns]).arg(interpreter());
         cmd.arg(repo().join("tests/clients/steady.py"));
         cmd.env("PYTHONUNBUFFERED", "1");
-        cmd.args([bootstrap, topic, group]);
+        cmd.args([bootstrap, topic, group, "--progress"]);
         Self::start_command(cmd)
     }
 
@@ -197,13 +208,19 @@ impl Steady {
         let mut child = cmd.spawn().expect("start steady.py");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = std::sync::mpsc::channel();
+        let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::default()));
+        let said = std::sync::Arc::clone(&progress);
         std::thread::spawn(move || {
             use std::io::BufRead;
             for line in std::io::BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
             {
-                if tx.send(line).is_err() {
+                if let Some(p) = parse_progress(&line) {
+                    *said
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = p;
+                } else if tx.send(line).is_err() {
                     break;
                 }
             }
@@ -212,7 +229,19 @@ impl Steady {
             .recv_timeout(Duration::from_secs(60))
             .expect("steady.py did not start");
         assert_eq!(first, "STARTED");
-        Steady { child, lines }
+        Steady {
+            child,
+            lines,
+            progress,
+        }
+    }
+
+    /// What it last said of its progress (all zero without `--progress`).
+    pub fn progress(&self) -> Progress {
+        *self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The client's PID.
@@ -231,6 +260,14 @@ impl Steady {
         let _ = self.child.wait();
         serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a report: {line}"))
     }
+}
+
+/// `PROGRESS <acked> <errors>`.
+fn parse_progress(line: &str) -> Option<Progress> {
+    let mut words = line.strip_prefix("PROGRESS ")?.split(' ');
+    let acked = words.next()?.parse().ok()?;
+    let errors = words.next()?.parse().ok()?;
+    Some(Progress { acked, errors })
 }
 
 impl Drop for Steady {

@@ -4,6 +4,8 @@
 //! ConfigMap-style volume, its own proxy and watcher; a hub namespace holds
 //! the bridge, the broker and the test driver's requests (see
 //! `sluice_testkit::netns`). Nothing touches the machine's own namespace.
+//! [`canary`]: the client-side analysis at the canary; [`edges`]: pods
+//! replaced, watchers restarted, the canary killed, versions superseded.
 
 use std::time::Duration;
 
@@ -13,6 +15,8 @@ use sluice_testkit::netns::{HUB, Net};
 use sluice_tests::fleet::{ADMIN, Fleet, NAMES, broker, config, window};
 use sluice_tests::python;
 
+mod canary;
+mod edges;
 mod hold;
 mod renewal;
 
@@ -33,7 +37,7 @@ pub(crate) fn gated(canary_soak: &str, peer_timeout: &str) -> Fleet {
 
 /// A producer and consumer on the canary's bootstrap port, run inside the
 /// canary's namespace (the configuration advertises 127.0.0.1).
-fn steady_on(fleet: &Fleet, i: usize) -> python::Steady {
+pub(crate) fn steady_on(fleet: &Fleet, i: usize) -> python::Steady {
     python::Steady::start_in(
         &fleet.pods[i].ns,
         "127.0.0.1:19092",

@@ -11,7 +11,8 @@
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
 //! - [`faults`]: brokers, proxies and watchers killed mid-stream
-//! - [`fleet`]: three pods in network namespaces: canary, gate, halt
+//! - [`fleet`]: pods in network namespaces: canary, gate, halt, the
+//!   client-side analysis, pods replaced and killed mid-rollout
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
 //! - [`splice`]: records moved socket to socket, never copied, in plaintext

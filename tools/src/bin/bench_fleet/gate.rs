@@ -1,28 +1,19 @@
-//! The fleet rollout's cost: time from one kubelet-style swap on all three
-//! pods' volumes to every proxy running the new version, with the canary
-//! gate on (`--peers`, stagger 0, soak 0: the pods apply one after another)
-//! and, as the baseline measured in the same run, with the gate off (no
-//! peers, stagger 0, jitter 0: every pod applies at once). Real proxies,
-//! real watchers and a real broker, each pod in a network namespace of this
-//! program's own (`sluice_tests::fleet`); needs root.
-//!
-//! usage: bench_fleet [--reps N]   (BENCH lines on stdout, text on stderr)
+//! The gate's cost: time from one kubelet-style swap on all three pods'
+//! volumes to every proxy running the new version, with the canary gate on
+//! (`--peers`, stagger 0, soak 0: the pods apply one after another) and, as
+//! the baseline measured in the same run, with the gate off (no peers,
+//! stagger 0, jitter 0: every pod applies at once).
 
 use std::time::{Duration, Instant};
 
-use sluice_tests::fleet::{Fleet, NAMES, broker, config};
+use sluice_tests::fleet::{Fleet, broker, config};
 use sluice_tools::record::{Row, Target};
 
 /// Flags both runs share: no delay but the gate's own order.
 const FLAGS: [&str; 6] = ["--stagger", "0s", "--jitter", "0s", "--canary-soak", "0s"];
 
-fn main() {
-    let reps = std::env::args()
-        .skip_while(|a| a != "--reps")
-        .nth(1)
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(5);
+/// `reps` rollouts with the gate and `reps` without, one figure.
+pub(crate) fn run(reps: usize) {
     let gated = rollouts(true, reps);
     let free = rollouts(false, reps);
     Row::new(
@@ -62,15 +53,20 @@ fn rollouts(gate: bool, reps: usize) -> Vec<f64> {
 
 fn rollout(fleet: &mut Fleet, marker: u32) -> Duration {
     let version = fleet.swap_all(&config(&broker(), marker));
+    until_all_run(fleet, &version)
+}
+
+/// Time from now until every pod runs `version` (polled every 5 ms).
+pub(crate) fn until_all_run(fleet: &Fleet, version: &str) -> Duration {
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(60);
-    let mut pending: Vec<usize> = (0..NAMES.len()).collect();
+    let deadline = started + Duration::from_secs(90);
+    let mut pending: Vec<usize> = (0..fleet.pods.len()).collect();
     while !pending.is_empty() {
         assert!(
             Instant::now() < deadline,
-            "the rollout did not finish in 60 s"
+            "the rollout did not finish in 90 s"
         );
-        pending.retain(|i| !fleet.runs(*i, &version));
+        pending.retain(|i| !fleet.runs(*i, version));
         std::thread::sleep(Duration::from_millis(5));
     }
     started.elapsed()
