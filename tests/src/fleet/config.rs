@@ -28,7 +28,8 @@ impl Default for Cluster {
             advertised_host: "127.0.0.1".to_owned(),
             first_node_id: 111,
             max_connections: None,
-            analysis: None,
+            // A short window: the tests' rollouts wait for it on the canary.
+            analysis: Some("{ window: 3s }".to_owned()),
         }
     }
 }

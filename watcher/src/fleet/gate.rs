@@ -230,6 +230,13 @@ pub fn decide(
             behind.instance, behind.slot
         ));
     }
+    if canary.silent_since.is_some() {
+        // Its soak so far proves nothing: it may have died with the version.
+        return Decision::Wait(format!(
+            "canary {} does not answer (left out after the peer timeout)",
+            canary.instance
+        ));
+    }
     if canary.status.as_ref().is_some_and(|s| !s.ready) {
         return Decision::Wait(format!("canary {} is not ready", canary.instance));
     }
