@@ -74,6 +74,10 @@ pub struct Door {
     routing: Routing,
     tls: Option<DoorTls>,
     timeout: Duration,
+    /// Its clients authenticate before Metadata (`upstream.sasl`: the
+    /// broker requires SASL): the check, which has no client credentials,
+    /// goes as far as a client goes before SASL.
+    authenticated: bool,
 }
 
 /// The trust a client uses for the gateway's TLS.
@@ -135,6 +139,7 @@ impl Door {
             routing: cluster.gateway.routing.clone(),
             tls,
             timeout,
+            authenticated: cluster.upstream.sasl.is_some(),
         })
     }
 

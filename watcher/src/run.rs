@@ -116,7 +116,10 @@ pub async fn run(
             return;
         }
     };
-    let rx = watcher.subscribe();
+    let mut rx = watcher.subscribe();
+    // What is there now is what the first pass reconciles at once; content
+    // arriving later (during the look at the fleet below too) waits its turn.
+    let initial = rx.borrow_and_update().clone();
     tracing::info!(path = %settings.path.display(), volume = crate::volume::is_volume(&settings.path), "watching configuration");
     let mut resync = tokio::time::interval(settings.watch.resync);
     resync.tick().await;
@@ -141,7 +144,7 @@ pub async fn run(
         memory: Memory::default(),
         first: true,
     };
-    passes.run(resync).await;
+    passes.run(resync, initial).await;
     drop(watcher);
 }
 
@@ -161,9 +164,9 @@ struct Passes {
 }
 
 impl Passes {
-    async fn run(mut self, mut resync: Interval) {
+    async fn run(mut self, mut resync: Interval, initial: Content) {
         // At startup, reconcile at once: no stagger for a pod coming up.
-        let mut next = Some((self.rx.borrow_and_update().clone(), Trigger::Start));
+        let mut next = Some((initial, Trigger::Start));
         loop {
             self.heartbeat.beat();
             let (content, trigger) = match next.take() {

@@ -48,6 +48,12 @@ pub(super) async fn run(door: &Door) -> FrontDoor {
     let (mut io, version) = match hello(door, &host, port).await {
         Ok(answered) => {
             steps.push(ok(BOOTSTRAP, &at));
+            if door.authenticated {
+                // Metadata needs SASL, and the check has no client's
+                // credentials: asking would only make the broker close the
+                // connection (and the proxy log it).
+                return FrontDoor { steps };
+            }
             answered
         }
         Err(e) => {

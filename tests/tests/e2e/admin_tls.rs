@@ -27,7 +27,7 @@ const NO_RESYNC: [&str; 6] = ["--stagger", "0s", "--jitter", "0s", "--resync", "
 /// `n` changes a limit, so each `n` is a new version.
 fn config(admin: &str, dir: &std::path::Path, port: u16, n: u32) -> String {
     format!(
-        "admin:\n  listen: \"{admin}\"\n  tls: {{ certFile: {}, keyFile: {} }}\ndrainTimeout: 1s\nvirtualClusters:\n  - name: a\n    upstream: {{ bootstrapServers: [\"127.0.0.1:9\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n    limits: {{ maxConnections: {} }}\n",
+        "admin:\n  listen: \"{admin}\"\n  tls: {{ certFile: {}, keyFile: {} }}\ndrainTimeout: 1s\nvirtualClusters:\n  - name: a\n    upstream: {{ bootstrapServers: [\"127.0.0.1:9\"] }}\n    gateway: {{ listenHost: 127.0.0.1, advertisedHost: 127.0.0.1, bootstrapPort: {port}, brokerPorts: {{ start: {}, count: 1 }} }}\n    limits: {{ maxConnections: {} }}\n    analysis: {{ frontDoor: {{ enabled: false }} }}\n",
         dir.join("admin.crt").display(),
         dir.join("admin.key").display(),
         port + 1,
