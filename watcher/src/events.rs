@@ -111,3 +111,15 @@ fn truncate(s: &str, max: usize) -> String {
         None => s.to_owned(),
     }
 }
+
+/// Records an Event in the background, when Events are on.
+pub(crate) fn record(
+    events: Option<&PodEvents>,
+    kind: Kind,
+    reason: &'static str,
+    message: String,
+) {
+    if let Some(events) = events.cloned() {
+        tokio::spawn(async move { events.report(kind, reason, &message).await });
+    }
+}

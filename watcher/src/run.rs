@@ -14,8 +14,7 @@ use tokio::time::Interval;
 
 use crate::client::ProxyClient;
 use crate::decide::{Memory, Observed, Stage, Step, Trigger, decide};
-use crate::events::{Kind, PodEvents};
-use crate::fleet::follow::{AfterApply, after_apply};
+use crate::events::{Kind, PodEvents, record as event};
 use crate::fleet::rollout::{FleetSettings, GateResult, Rollout};
 use crate::fleet::start::{self, Settled};
 pub use crate::heartbeat::Heartbeat;
@@ -25,6 +24,7 @@ use crate::schedule::{self, Slot};
 use crate::volume::{Content, VolumeWatcher, WatchOptions};
 
 mod apply;
+mod follow;
 pub use apply::{Effective, Outcome, apply};
 
 /// Everything the loop needs.
@@ -89,13 +89,6 @@ pub async fn wait_turn(
 /// `content`'s version for logs and labels (empty when unreadable).
 fn version(content: &Content) -> &str {
     content.digest.as_ref().map_or("", ConfigVersion::as_str)
-}
-
-/// Records an Event in the background, when Events are on.
-pub(crate) fn event(events: Option<&PodEvents>, kind: Kind, reason: &'static str, message: String) {
-    if let Some(events) = events.cloned() {
-        tokio::spawn(async move { events.report(kind, reason, &message).await });
-    }
 }
 
 /// Runs the watcher until the watch ends.
@@ -389,29 +382,6 @@ impl Passes {
         match follow {
             Some(found) => self.follow(content, found).await,
             None => next,
-        }
-    }
-
-    /// With peers: follows its proxy's client-side analysis of `content`
-    /// (`found`: in force already, not applied now); a regression halts the
-    /// rollout here. Returns newer content to take at once, if any.
-    async fn follow(&mut self, content: &Content, found: bool) -> Option<(Content, Trigger)> {
-        let (Some(rollout), Some(config)) = (&mut self.rollout, &content.digest) else {
-            return None;
-        };
-        let tools = (&self.client, &*self.metrics, &*self.heartbeat);
-        let (rx, memory) = (&mut self.rx, &mut self.memory);
-        match after_apply(rollout, tools, rx, memory, config, found).await {
-            AfterApply::Done => None,
-            AfterApply::Halted(message) => {
-                let events = self.events.as_ref();
-                event(events, Kind::Warning, "ClientCheckFailed", message);
-                None
-            }
-            AfterApply::Superseded(c) => {
-                self.metrics.swap_seen(version(&c), c.data_dir.as_deref());
-                Some((c, Trigger::Config))
-            }
         }
     }
 }

@@ -185,7 +185,7 @@ pub async fn settle(
             Ok(_) => {
                 tracing::info!(version = %held, peer = %by, "a healthy peer vouches for the version held: serving it");
                 let message = format!("proxy configuration {held} released: {by} vouches for it");
-                crate::run::event(events, Kind::Normal, "ConfigReleased", message);
+                crate::events::record(events, Kind::Normal, "ConfigReleased", message);
                 Settled::Released
             }
             Err(e) => Settled::Failed(format!("release: {e}")),
@@ -200,7 +200,7 @@ pub async fn settle(
                 let message = format!(
                     "started from the fleet's last good version {version} (read from {instance}); the volume's version {volume} waits for the gate"
                 );
-                crate::run::event(events, Kind::Normal, "StartedFromFleet", message);
+                crate::events::record(events, Kind::Normal, "StartedFromFleet", message);
                 Settled::FromPeer(version)
             }
             Err(e) => Settled::Failed(format!("{version} from {instance}: {e}")),
@@ -211,7 +211,7 @@ pub async fn settle(
                 let message = format!(
                     "no healthy peer vouches for a version: serving the volume's version {held}"
                 );
-                crate::run::event(events, Kind::Warning, "StartedAlone", message);
+                crate::events::record(events, Kind::Warning, "StartedAlone", message);
                 Settled::Alone
             }
             Err(e) => Settled::Failed(format!("release: {e}")),
