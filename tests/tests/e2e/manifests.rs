@@ -11,6 +11,7 @@ use sluice_testkit::bin;
 use sluice_tests::manifests::{Rendered, render, render_error};
 use sluice_tests::python;
 
+mod analysis;
 mod hardening;
 mod mounts;
 mod roots;
@@ -25,14 +26,14 @@ const OVERLAYS: [(&str, Option<&str>); 4] = [
 ];
 const LABEL: &str = "sluice.dev/proxy-config";
 
-fn rendered() -> Vec<(&'static str, Rendered)> {
+pub(crate) fn rendered() -> Vec<(&'static str, Rendered)> {
     OVERLAYS
         .iter()
         .map(|(name, prep)| (*name, render(name, *prep)))
         .collect()
 }
 
-fn containers(r: &Rendered) -> Vec<(String, Value, Value)> {
+pub(crate) fn containers(r: &Rendered) -> Vec<(String, Value, Value)> {
     r.kind("Deployment")
         .into_iter()
         .flat_map(|d| {
@@ -62,7 +63,7 @@ fn args(container: &Value) -> Vec<String> {
         .collect()
 }
 
-fn flag(container: &Value, name: &str) -> Option<String> {
+pub(crate) fn flag(container: &Value, name: &str) -> Option<String> {
     let a = args(container);
     a.iter()
         .find_map(|x| x.strip_prefix(&format!("{name}=")).map(str::to_owned))
@@ -377,52 +378,12 @@ fn the_no_cert_manager_overlay_says_to_run_its_script_before_it_renders() {
 }
 
 /// `30s` or `1m` as seconds.
-fn seconds(duration: &str) -> Option<u64> {
+pub(crate) fn seconds(duration: &str) -> Option<u64> {
     let (n, unit) = duration.split_at(duration.find(|c: char| !c.is_ascii_digit())?);
     let n: u64 = n.parse().ok()?;
     match unit {
         "s" => Some(n),
         "m" => Some(n * 60),
         _ => None,
-    }
-}
-
-#[test]
-fn the_client_side_analysis_is_on_and_the_canary_soak_covers_its_default_window() {
-    // The proxy's default `analysis.window`: the gate waits for the
-    // canary's verdict anyway; a soak as long keeps the canary's clients
-    // watched for as long as the others wait.
-    const WINDOW: u64 = 30;
-    for (name, r) in rendered() {
-        let cm = r.get("ConfigMap", "sluice-proxy-config");
-        let text = cm["data"]["proxy.yaml"].as_str().unwrap();
-        let yaml: serde_yaml::Value = serde_yaml::from_str(text).expect("proxy.yaml");
-        let clusters = yaml["virtualClusters"].as_sequence().expect("clusters");
-        assert!(!clusters.is_empty(), "{name}");
-        for cluster in clusters {
-            let analysis = &cluster["analysis"];
-            // Absent: on, as the proxy defaults it.
-            for off in [
-                &analysis["enabled"],
-                &analysis["frontDoor"]["enabled"],
-                &analysis["signals"]["enabled"],
-            ] {
-                assert_ne!(
-                    off,
-                    &serde_yaml::Value::Bool(false),
-                    "{name}: the manifests switch the client-side analysis off: {text}"
-                );
-            }
-        }
-        let all = containers(&r);
-        let (_, watcher, _) = all
-            .iter()
-            .find(|(c, ..)| c == "sluice-watcher")
-            .expect("a watcher");
-        let soak = flag(watcher, "--canary-soak").expect("--canary-soak");
-        assert!(
-            seconds(&soak).is_some_and(|s| s >= WINDOW),
-            "{name}: --canary-soak={soak} is shorter than the analysis window ({WINDOW}s)"
-        );
     }
 }
