@@ -97,13 +97,7 @@ where
                 let relayed =
                     Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
                 match relayed {
-                    Err(ConnError::ClosedMidFrame) => {
-                        let waiting = queue
-                            .iter()
-                            .filter(|s| matches!(s.answer, Answer::Upstream(_)))
-                            .count();
-                        return Err(ConnError::UpstreamClosed(waiting));
-                    }
+                    Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
                 }
                 if header.api_key == METADATA
@@ -117,6 +111,16 @@ where
         queue.pop_front();
         wr.next_frame();
     }
+}
+
+/// A response cut off mid-frame: the upstream closed with the requests
+/// still queued unanswered.
+fn closed(queue: &VecDeque<Slot>) -> ConnError {
+    let waiting = queue
+        .iter()
+        .filter(|s| matches!(s.answer, Answer::Upstream(_)))
+        .count();
+    ConnError::UpstreamClosed(waiting)
 }
 
 /// Passes on the response to `header`: streamed, or held and rewritten.
