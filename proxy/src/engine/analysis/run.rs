@@ -155,7 +155,13 @@ fn signals(engine: &Engine, job: &Job, pending: &[&Judged]) -> Vec<Finding> {
     for j in pending {
         let zero = ClientSignals::default();
         let before = job.before.get(&j.name).unwrap_or(&zero);
-        let during = plan::between(&observe.signals(&j.name), job.at_commit.get(&j.name));
+        let mut during = plan::between(&observe.signals(&j.name), job.at_commit.get(&j.name));
+        // Rates over the whole window, however much of it has passed:
+        // counts only grow, so a rate already too high over the whole
+        // window stays so, and a burst in its first second (a rotation's
+        // reconnects) is never extrapolated.
+        let window = u64::try_from(j.settings.window.as_millis()).unwrap_or(u64::MAX);
+        during.window_ms = during.window_ms.max(window);
         let findings = observe.judge(&j.name, before, &during, &j.settings.signals);
         if !findings.is_empty() {
             engine.analyses.update(job.id, |a| {
