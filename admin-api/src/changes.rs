@@ -17,9 +17,12 @@ pub struct Changes {
     /// Clusters in both that differ: a reload starts a new generation and
     /// drains the old one.
     pub modified: Vec<ModifiedCluster>,
-    /// Clusters in both whose only difference is TLS material (certificate,
-    /// key or CA files, new contents or new paths): a reload swaps it into
-    /// the running generation; new handshakes use it, connections stay.
+    /// Clusters in both whose only differences apply in place: TLS material
+    /// and credentials (new contents or new paths of their files), `limits`
+    /// and `filters`. A reload swaps them into the running generation: new
+    /// handshakes use the material, open connections take the limits at
+    /// their next frame and the filters at their next request, no
+    /// connection is closed.
     #[serde(default)]
     pub rotated: Vec<ModifiedCluster>,
     /// Clusters in both that are identical: a reload does not touch them, not

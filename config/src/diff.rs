@@ -80,7 +80,8 @@ fn global_reasons(old: &ProxyConfig, new: &ProxyConfig) -> Vec<String> {
     r.0
 }
 
-/// Why a cluster differs, and whether anything but TLS material does.
+/// Why a cluster differs, and whether anything but what applies in place
+/// (TLS material, credentials, limits, filters) does.
 fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, bool) {
     let mut r = Reasons::default();
     // upstream.checkTimeout and checkOnReload are left out on purpose: they
@@ -139,23 +140,25 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
             );
         }
     }
-    r.value(
+    r.in_place(
         "limits.maxConnections",
         &old.limits.max_connections,
         &new.limits.max_connections,
     );
-    r.value(
+    r.in_place(
         "limits.maxFrameBytes",
         &old.limits.max_frame_bytes,
         &new.limits.max_frame_bytes,
     );
-    r.value(
+    r.in_place(
         "limits.frameTimeout",
         &format_duration(old.limits.frame_timeout),
         &format_duration(new.limits.frame_timeout),
     );
+    // The filter chain is swapped in place too: requests take the new one
+    // from the next on.
     if old.filters != new.filters {
-        r.changed("filters");
+        r.0.push("filters changed".to_owned());
     }
     (r.0, r.1)
 }
@@ -254,6 +257,18 @@ impl Reasons {
     fn value<T: PartialEq + std::fmt::Display + ?Sized>(&mut self, what: &str, old: &T, new: &T) {
         if old != new {
             self.push(&format!("{what} changed from {old} to {new}"));
+        }
+    }
+
+    /// A value the running generation takes in place (the limits).
+    fn in_place<T: PartialEq + std::fmt::Display + ?Sized>(
+        &mut self,
+        what: &str,
+        old: &T,
+        new: &T,
+    ) {
+        if old != new {
+            self.0.push(format!("{what} changed from {old} to {new}"));
         }
     }
 

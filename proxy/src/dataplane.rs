@@ -29,6 +29,7 @@ pub(crate) mod connection;
 mod direction;
 mod inflight;
 pub(crate) mod listener;
+pub(crate) mod live;
 mod lookup;
 mod patience;
 mod pool;

@@ -19,3 +19,13 @@ pub fn with_drain(drain: &str, clusters: &[String]) -> String {
         clusters.concat()
     )
 }
+
+/// A cluster's YAML (as the helpers write it, bootstrap servers `["upstream"]`)
+/// with its one bootstrap server listed `times` times: the same broker, but
+/// a changed `upstream.bootstrapServers`, so a reload gives the cluster a new
+/// generation and drains the old one (a change of `limits` or `filters`
+/// would apply in place).
+pub fn listed_times(cluster: &str, upstream: &str, times: usize) -> String {
+    let list = vec![format!("\"{upstream}\""); times].join(", ");
+    cluster.replacen(&format!("[\"{upstream}\"]"), &format!("[{list}]"), 1)
+}

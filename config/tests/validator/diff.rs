@@ -188,3 +188,34 @@ fn upstream_check_settings_change_no_cluster() {
     assert_eq!(d.unchanged, ["a"]);
     assert!(d.is_empty(), "{d:?}");
 }
+
+#[test]
+fn a_change_of_limits_alone_applies_in_place() {
+    let files = MemoryFiles::default();
+    let old = parse(&doc("", &[cluster("a", 19000, "")]), &files);
+    let limits = "    limits: { maxConnections: 5, maxFrameBytes: 4096, frameTimeout: 5s }\n";
+    let new = parse(&doc("", &[cluster("a", 19000, limits)]), &files);
+    let d = diff(&old, &new);
+    assert!(d.modified.is_empty(), "{d:?}");
+    assert_eq!(d.rotated.len(), 1);
+    assert_eq!(
+        d.rotated[0].reasons,
+        [
+            "limits.maxConnections changed from 10000 to 5",
+            "limits.maxFrameBytes changed from 104857600 to 4096",
+            "limits.frameTimeout changed from 30s to 5s",
+        ]
+    );
+}
+
+#[test]
+fn a_change_of_filters_alone_applies_in_place() {
+    let files = MemoryFiles::default();
+    let old = parse(&doc("", &[cluster("a", 19000, "")]), &files);
+    let deny = "    filters: [{ type: deny-apis, config: { apis: [DeleteTopics] } }]\n";
+    let new = parse(&doc("", &[cluster("a", 19000, deny)]), &files);
+    let d = diff(&old, &new);
+    assert!(d.modified.is_empty(), "{d:?}");
+    assert_eq!(d.rotated.len(), 1);
+    assert_eq!(d.rotated[0].reasons, ["filters changed"]);
+}

@@ -79,7 +79,7 @@ fn text(d: &Changes, same_bytes: bool, out: &mut dyn Write) -> std::io::Result<(
     for m in &d.rotated {
         writeln!(
             out,
-            "^ {}: TLS material or credentials rotated in place, connections stay",
+            "^ {}: applies in place (TLS material, credentials, limits, filters), connections stay",
             m.name
         )?;
         for reason in &m.reasons {

@@ -8,18 +8,18 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
-use sluice_kafka::rewrite::{Advertised, Learned, REWRITTEN_APIS};
+use sluice_kafka::rewrite::{Advertised, Learned};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::live::{Chain, InPlace, LiveChain, LiveLimits, Tls};
 use super::lookup::Lookups;
-use super::tls::{self, TlsError};
+use super::tls::TlsError;
 use crate::budget::Budget;
 use crate::config::model::{Routing, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
-use crate::filter::Filter;
 use crate::metrics::{ClusterMetrics, Metrics};
 use crate::signals::{ClusterSignals, Shared};
 
@@ -32,58 +32,32 @@ pub(crate) struct NodeAddr {
     pub port: u16,
 }
 
-/// A generation's TLS (what it accepts clients with, and connects to the
-/// brokers with) and the proxy's own SASL credentials: the material a
-/// reload swaps into a running generation when only referenced files change.
-#[derive(Clone, Default)]
-pub(crate) struct Tls {
-    acceptor: Option<TlsAcceptor>,
-    connector: Option<TlsConnector>,
-    sasl: Option<UpstreamSasl>,
-}
-
-impl Tls {
-    /// Built from a cluster's loaded material: fails on material rustls
-    /// refuses, before anything running is touched.
-    pub(crate) fn of(config: &VirtualCluster) -> Result<Tls, TlsError> {
-        let acceptor = match &config.gateway.tls {
-            Some(t) => Some(tls::acceptor(&t.material.0)?),
-            None => None,
-        };
-        let connector = match &config.upstream.tls {
-            Some(t) => Some(tls::connector(&t.material.0)?),
-            None => None,
-        };
-        Ok(Tls {
-            acceptor,
-            connector,
-            sasl: config.upstream.sasl.clone(),
-        })
-    }
-}
-
 /// A running generation of a virtual cluster.
 pub(crate) struct ClusterRuntime {
-    /// The cluster's configuration.
+    /// The cluster's configuration as the generation started: its TLS
+    /// material and limits may have been swapped in place since (read
+    /// those through [`ClusterRuntime::acceptor`], [`ClusterRuntime::limits`]
+    /// and their siblings).
     pub config: VirtualCluster,
     /// Increases with every reload that touches the cluster.
     pub generation: u64,
     /// TLS for clients and towards the brokers, when configured; swapped in
-    /// place when only the material changes (see [`ClusterRuntime::rotate`]).
+    /// place when only the material changes (see [`ClusterRuntime::apply_in_place`]).
     tls: RwLock<Tls>,
+    /// `limits` in force: `config.limits` until a reload changes them in
+    /// place (read them with [`ClusterRuntime::limits`]).
+    limits: LiveLimits,
     /// What clients are told in broker addresses.
     pub advertised: Advertised,
-    /// Filters applied to every request, in order.
-    pub filters: Vec<Arc<dyn Filter>>,
+    /// Filters applied to every request, in order; swapped in place by a
+    /// reload (read them with [`ClusterRuntime::filters`]).
+    filters: LiveChain,
     /// This cluster's metrics.
     pub metrics: ClusterMetrics,
     /// The cluster's client signals, shared with its other generations.
     pub(crate) signals: Arc<ClusterSignals>,
     /// The process-wide budget of buffered bytes.
     budget: Arc<Budget>,
-    /// API keys whose responses or requests the proxy decodes, so their
-    /// versions are capped in ApiVersions.
-    decoded: HashSet<i16>,
     nodes: RwLock<HashMap<i32, NodeAddr>>,
     /// The proxy's own lookups of the brokers: one in flight, failures
     /// remembered for a second.
@@ -123,11 +97,6 @@ impl ClusterRuntime {
         generation_gauge: Gauge,
     ) -> Result<Arc<Self>, TlsError> {
         let tls = Tls::of(config)?;
-        let mut decoded: HashSet<i16> = REWRITTEN_APIS.iter().map(|k| *k as i16).collect();
-        for filter in &config.filters {
-            decoded.extend(filter.decoded_apis());
-        }
-        decoded.insert(kafka_protocol::messages::ApiKey::ApiVersions as i16);
         let name = config.name.as_str();
         let cluster_metrics = metrics.cluster(name);
         let shared = Shared {
@@ -143,14 +112,14 @@ impl ClusterRuntime {
                 }
                 Routing::Sni(s) => Advertised::sni(s.broker_host_pattern.clone(), s.port.get()),
             },
-            filters: config.filters.iter().map(crate::filter::build).collect(),
+            filters: LiveChain::new(super::live::chain(config)),
             metrics: cluster_metrics,
             signals,
             budget: Arc::clone(metrics.budget()),
             config: config.clone(),
             generation,
             tls: RwLock::new(tls),
-            decoded,
+            limits: LiveLimits::new(config.limits),
             nodes: RwLock::new(HashMap::new()),
             lookups: Lookups::default(),
             warned: Mutex::new(HashSet::new()),
@@ -191,16 +160,30 @@ impl ClusterRuntime {
             .clone()
     }
 
-    /// Swaps in new TLS material and SASL credentials: new handshakes and
-    /// lookups use them, connections made before keep theirs. The
-    /// generation stays the same.
-    pub(crate) fn rotate(&self, tls: Tls) {
+    /// Swaps in new TLS material, SASL credentials and limits: new
+    /// handshakes and lookups use the material (connections made before
+    /// keep their sessions), every connection reads the limits again at its
+    /// next frame, and admission counts against the new `maxConnections`
+    /// (connections over a lowered one stay). The generation stays the same.
+    pub(crate) fn apply_in_place(&self, next: InPlace) {
         *self
             .tls
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = tls;
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = next.tls;
+        self.limits.store(next.limits);
+        self.filters.store(next.filters);
         // A failure remembered was with the old material.
         self.lookups.forget();
+    }
+
+    /// The filter chain in force now.
+    pub(crate) fn filters(&self) -> Chain {
+        self.filters.load()
+    }
+
+    /// The cluster's `limits` in force now.
+    pub(crate) fn limits(&self) -> crate::config::model::Limits {
+        self.limits.load()
     }
 
     /// Starts from what an earlier generation learned about the same
@@ -240,9 +223,11 @@ impl ClusterRuntime {
         self.config.name.as_str()
     }
 
-    /// Whether the proxy decodes this API, so ApiVersions must cap it.
-    pub(crate) fn decodes(&self, api_key: i16) -> bool {
-        self.decoded.contains(&api_key)
+    /// Whether ApiVersions must cap this API to the versions the proxy can
+    /// decode: every API, since a filter a reload swaps in place may decode
+    /// any of them on connections whose versions were agreed before it.
+    pub(crate) fn decodes(&self, _api_key: i16) -> bool {
+        true
     }
 
     /// The process-wide budget of buffered bytes.
@@ -256,7 +241,7 @@ impl ClusterRuntime {
     pub(crate) fn admit(self: &Arc<Self>) -> Option<Admitted> {
         if !self
             .metrics
-            .open_connection(self.config.limits.max_connections)
+            .open_connection(self.limits.load().max_connections)
         {
             self.metrics.rejected("max_connections");
             return None;

@@ -49,9 +49,11 @@ impl<W: AsyncWrite + Unpin> Patient<W> {
         }
     }
 
-    /// A new frame: its own time, in full.
-    pub(super) fn next_frame(&mut self) {
-        self.left = self.limit;
+    /// A new frame: its own time, in full, `limit` from now on (a reload
+    /// may have changed it in place).
+    pub(super) fn next_frame(&mut self, limit: Duration) {
+        self.limit = limit;
+        self.left = limit;
         self.since = None;
     }
 
@@ -179,7 +181,7 @@ mod tests {
         });
         for _ in 0..3 {
             w.write_all(&[1; 16]).await.unwrap();
-            w.next_frame();
+            w.next_frame(Duration::from_secs(30));
         }
         // Within one frame the waits add up: a frame of 32 would wait 40 s.
         let e = w.write_all(&[1; 32]).await.unwrap_err();

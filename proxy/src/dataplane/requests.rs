@@ -44,7 +44,6 @@ where
     R: AsyncRead + Splice + Unpin,
     W: AsyncWrite + Splice + Unpin,
 {
-    let limits = cluster.config.limits;
     let mut buf = FrameBuf::new(
         cluster.budget(),
         cluster.metrics.bytes_to_upstream.clone(),
@@ -73,6 +72,8 @@ where
             }
             Box::pin(buf.adopt(n)).await;
         }
+        // Read per frame: a reload may change them in place.
+        let limits = cluster.limits();
         let mut clock = FrameClock::new(limits.frame_timeout);
         let max = limits.max_frame_bytes;
         let head = read_head(&mut buf, &mut rd, &mut wr, &mut clock, &mut stop, max);
@@ -280,7 +281,7 @@ fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
         api_version: header.api_version,
     };
     cluster
-        .filters
+        .filters()
         .iter()
         .map(|f| f.on_request(&head))
         .find(|v| *v != Verdict::Forward)

@@ -45,11 +45,7 @@ where
     R: AsyncRead + Splice + Unpin,
     W: AsyncWrite + Splice + Unpin,
 {
-    let limits = cluster.config.limits;
-    let (max, mut wr) = (
-        limits.max_frame_bytes,
-        Patient::new(wr, limits.frame_timeout),
-    );
+    let mut wr = Patient::new(wr, cluster.limits().frame_timeout);
     let mut buf = FrameBuf::new(
         cluster.budget(),
         cluster.metrics.bytes_to_client.clone(),
@@ -94,6 +90,8 @@ where
             Answer::Local(answer) => Box::pin(buf.write(&mut wr, answer)).await?,
             Answer::Upstream(header) => {
                 let header = *header;
+                // Read per frame: a reload may change them in place.
+                let max = cluster.limits().max_frame_bytes;
                 let relayed =
                     Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
                 match relayed {
@@ -109,7 +107,7 @@ where
         }
         // Passed on: the slot's permit lets the client send another request.
         queue.pop_front();
-        wr.next_frame();
+        wr.next_frame(cluster.limits().frame_timeout);
     }
 }
 

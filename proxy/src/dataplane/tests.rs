@@ -6,6 +6,7 @@
 //! - `streaming`: large frames pass without being held, both ways
 //! - `memory`: idle connections hold nothing; the process-wide budget
 //! - `routing`: per-cluster connection limits, learned addresses
+//! - `in_place`: limits a reload changes in place reach open connections
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
 //! - `signals`: the client signals, with a real broker and real clients
@@ -30,6 +31,7 @@ use crate::metrics::Metrics;
 
 mod backpressure;
 mod faults;
+mod in_place;
 mod lookups;
 mod memory;
 mod routing;

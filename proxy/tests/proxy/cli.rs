@@ -130,7 +130,7 @@ fn diff_shows_what_a_reload_would_do() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "~ orders: modified, new generation, old one drains\n    limits.maxConnections changed from 2000 to 3000\n= payments: unchanged, not touched\n* drainTimeout changed from 20s to 10s\n"
+        "^ orders: applies in place (TLS material, credentials, limits, filters), connections stay\n    limits.maxConnections changed from 2000 to 3000\n= payments: unchanged, not touched\n* drainTimeout changed from 20s to 10s\n"
     );
 
     let o = proxy(&[
@@ -142,7 +142,7 @@ fn diff_shows_what_a_reload_would_do() {
     ]);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(doc["changed"], true);
-    assert_eq!(doc["changes"]["modified"][0]["name"], "orders");
+    assert_eq!(doc["changes"]["rotated"][0]["name"], "orders");
     assert_eq!(doc["changes"]["unchanged"][0], "payments");
 
     let o = proxy(&["diff", old.to_str().unwrap(), old.to_str().unwrap()]);
@@ -198,7 +198,7 @@ fn check_refuses_plain_without_tls_and_diff_never_shows_a_password() {
     let text = proxy(&["diff", old, new]);
     assert_eq!(
         stdout(&text),
-        "^ orders: TLS material or credentials rotated in place, connections stay\n    upstream.sasl.passwordFile content changed\n"
+        "^ orders: applies in place (TLS material, credentials, limits, filters), connections stay\n    upstream.sasl.passwordFile content changed\n"
     );
     let json = proxy(&["diff", "--format", "json", old, new]);
     for o in [&text, &json] {

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, FetchRequest, TopicName, fetch_request};
 use kafka_protocol::protocol::StrBytes;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::config::{tansu_cluster as cluster, with_drain as config};
+use sluice_tests::config::{listed_times, tansu_cluster as cluster, with_drain as config};
 use sluice_tests::kafka::Conn;
 use sluice_tests::peers::Tansu;
 
@@ -292,11 +292,10 @@ fn a_request_still_in_flight_at_the_drain_deadline_is_force_closed_and_counted()
 
     let r = proxy.reload(&config(
         "1s",
-        &[cluster(
-            "a",
+        &[listed_times(
+            &cluster("a", &tansu.addr, a, ""),
             &tansu.addr,
-            a,
-            "    limits: { maxConnections: 9 }\n",
+            2,
         )],
     ));
     assert_eq!(r.status, 200, "{}", r.body);

@@ -237,6 +237,21 @@ fn updates_warn_what_a_reload_will_do() {
 }
 
 #[test]
+fn a_change_that_applies_in_place_says_so() {
+    let new = format!("{ORDERS}    limits: {{ maxConnections: 5 }}\n");
+    let r = request("ConfigMap", "UPDATE", text(&new), text(ORDERS));
+    assert_eq!(
+        decide(&r, &policy()),
+        Decision::Allowed {
+            warnings: vec![
+                "cluster \"orders\" applies in place, no drain: limits.maxConnections changed from 10000 to 5"
+                    .into(),
+            ]
+        }
+    );
+}
+
+#[test]
 fn an_invalid_or_missing_old_configuration_gives_no_warnings() {
     for old in [text(TWO_ERRORS), config_map(json!({}))] {
         let r = request("ConfigMap", "UPDATE", text(ORDERS), old);

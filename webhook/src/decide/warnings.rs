@@ -24,7 +24,7 @@ pub fn admission_warnings(d: Option<&Changes>, config: &ProxyConfig) -> Vec<Stri
 }
 
 /// The warnings for a change: clusters drained and restarted (with why),
-/// removed, added, then proxy-wide settings.
+/// removed, added, changed in place (with what), then proxy-wide settings.
 pub fn warnings(d: &Changes) -> Vec<String> {
     summarise(changes(d))
 }
@@ -45,6 +45,13 @@ fn changes(d: &Changes) -> Vec<String> {
     }
     for name in &d.added {
         all.push(format!("cluster \"{name}\" will be added"));
+    }
+    for m in &d.rotated {
+        all.push(format!(
+            "cluster \"{}\" applies in place, no drain: {}",
+            m.name,
+            m.reasons.join(", ")
+        ));
     }
     for change in &d.global {
         all.push(format!("proxy-wide: {change}"));

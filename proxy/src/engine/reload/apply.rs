@@ -18,8 +18,8 @@ use super::slot::Slot;
 use super::{PORT_RELEASE_TIMEOUT, Preconditions, ReloadOutcome, Source};
 use crate::config::model::{StartupPolicy, VirtualCluster};
 use crate::config::{FileSource, ValidConfig, diff, validate};
-use crate::dataplane::cluster::Tls;
 use crate::dataplane::listener::Closing;
+use crate::dataplane::live::InPlace;
 use crate::engine::{Engine, check, prepare};
 
 /// What the prepare step made, for the commit.
@@ -27,8 +27,9 @@ struct Made<'a> {
     prepared: Vec<prepare::Prepared>,
     /// Clusters that could not start, set aside (`best-effort`).
     isolated: Vec<prepare::Failure>,
-    /// New TLS material for serving clusters, built and checked.
-    rotations: Vec<(&'a VirtualCluster, Tls)>,
+    /// What serving clusters change in place (TLS material, credentials,
+    /// limits), built and checked.
+    rotations: Vec<(&'a VirtualCluster, InPlace)>,
 }
 
 /// Preparing failed: `reason` may quote a file or the system's words,
@@ -181,9 +182,9 @@ impl Engine {
             let Some(c) = new.config.cluster(name) else {
                 continue;
             };
-            let tls = Tls::of(c)
+            let next = InPlace::of(c)
                 .map_err(|e| format!("virtual cluster {name}: new TLS material refused: {e}"))?;
-            rotations.push((c, tls));
+            rotations.push((c, next));
         }
         let isolate = new.config.startup_policy == StartupPolicy::BestEffort;
         let mut failure = None;
@@ -249,15 +250,15 @@ impl Engine {
                 replaced.push((name, old));
             }
         }
-        for (c, tls) in made.rotations {
+        for (c, next) in made.rotations {
             if let Some(runtime) = inner
                 .clusters
                 .get(c.name.as_str())
                 .and_then(|g| g.runtime.as_ref())
             {
-                runtime.rotate(tls);
+                runtime.apply_in_place(next);
                 self.expiry.set(c);
-                tracing::info!(cluster = %c.name, generation = runtime.generation, "TLS material rotated in place: new handshakes use it, connections stay");
+                tracing::info!(cluster = %c.name, generation = runtime.generation, "applied in place (TLS material, credentials or limits): new handshakes use the material, open connections keep their sessions and take the limits at their next frame");
             }
         }
         let mut failed = Vec::new();

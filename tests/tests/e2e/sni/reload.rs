@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use sluice_testkit::ports::port;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::config::with_drain;
+use sluice_tests::config::{listed_times, with_drain};
 use sluice_tests::peers::Tansu;
 use sluice_tests::python::{self, Steady};
 
@@ -94,12 +94,7 @@ fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed
     assert_eq!(report["unique"], 50, "{report}");
 
     // Modify it: a new generation behind the same names and port.
-    three[2] = cluster(
-        "audit",
-        &tansu.addr,
-        sni,
-        "    limits: { maxConnections: 500 }\n",
-    );
+    three[2] = listed_times(&cluster("audit", &tansu.addr, sni, ""), &tansu.addr, 2);
     let modified = proxy.reload(&with_drain("3s", &three));
     assert_eq!(modified.status, 200, "{}", modified.body);
     assert_eq!(

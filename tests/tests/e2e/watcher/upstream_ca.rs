@@ -84,7 +84,7 @@ fn a_new_upstream_ca_rotates_in_place_and_new_upstream_connections_verify_with_i
     let rotations = |p: &Proxy| {
         p.logs()
             .iter()
-            .filter(|l| l.contains("TLS material rotated in place"))
+            .filter(|l| l.contains("applied in place"))
             .count()
     };
 

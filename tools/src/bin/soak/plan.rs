@@ -32,7 +32,8 @@ pub(crate) enum Kind {
     AddCluster,
     /// `extra` goes away.
     RemoveCluster,
-    /// `limits.maxConnections` of the modified cluster.
+    /// `limits.maxConnections` of the modified cluster (applied in place:
+    /// the generation and its connections stay).
     ModifyLimits,
     /// The modified cluster's `deny-apis` filter (none, one API, two).
     ModifyFilters,

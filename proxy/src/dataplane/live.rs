@@ -1,0 +1,164 @@
+//! What a reload changes in a running generation, in place: TLS material,
+//! the proxy's own SASL credentials, the cluster's `limits` and its filter
+//! chain. Open connections keep their TLS sessions, read the limits again
+//! at their next frame and take the filter chain at their next request;
+//! new connections and handshakes use everything new. Nothing here needs a
+//! new generation or a drain.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use super::tls::{self, TlsError};
+use crate::config::model::{Limits, VirtualCluster};
+use crate::config::sasl::UpstreamSasl;
+use crate::filter::{self, Filter};
+
+/// A generation's TLS (what it accepts clients with, and connects to the
+/// brokers with) and the proxy's own SASL credentials: the material a
+/// reload swaps into a running generation when only referenced files change.
+#[derive(Clone, Default)]
+pub(crate) struct Tls {
+    pub(super) acceptor: Option<TlsAcceptor>,
+    pub(super) connector: Option<TlsConnector>,
+    pub(super) sasl: Option<UpstreamSasl>,
+}
+
+impl Tls {
+    /// Built from a cluster's loaded material: fails on material rustls
+    /// refuses, before anything running is touched.
+    pub(crate) fn of(config: &VirtualCluster) -> Result<Tls, TlsError> {
+        let acceptor = match &config.gateway.tls {
+            Some(t) => Some(tls::acceptor(&t.material.0)?),
+            None => None,
+        };
+        let connector = match &config.upstream.tls {
+            Some(t) => Some(tls::connector(&t.material.0)?),
+            None => None,
+        };
+        Ok(Tls {
+            acceptor,
+            connector,
+            sasl: config.upstream.sasl.clone(),
+        })
+    }
+}
+
+/// Everything a reload may swap into a running generation, built (and
+/// refused, when rustls refuses the material) before the commit.
+#[derive(Clone)]
+pub(crate) struct InPlace {
+    pub(super) tls: Tls,
+    pub(super) limits: Limits,
+    pub(super) filters: Chain,
+}
+
+impl InPlace {
+    /// What `config` would put in place.
+    pub(crate) fn of(config: &VirtualCluster) -> Result<InPlace, TlsError> {
+        Ok(InPlace {
+            tls: Tls::of(config)?,
+            limits: config.limits,
+            filters: chain(config),
+        })
+    }
+}
+
+/// A filter chain, in order; shared by every connection that took it.
+pub(crate) type Chain = Arc<[Arc<dyn Filter>]>;
+
+/// The running filters `config` names.
+pub(crate) fn chain(config: &VirtualCluster) -> Chain {
+    config.filters.iter().map(filter::build).collect()
+}
+
+/// The filter chain in force: each request takes it whole when it starts,
+/// so a request is never judged by half of one chain and half of another.
+pub(super) struct LiveChain(RwLock<Chain>);
+
+impl LiveChain {
+    pub(super) fn new(chain: Chain) -> Self {
+        LiveChain(RwLock::new(chain))
+    }
+
+    /// The chain in force now.
+    pub(super) fn load(&self) -> Chain {
+        Arc::clone(
+            &self
+                .0
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Puts `chain` in force for every request that starts from now on.
+    pub(super) fn store(&self, chain: Chain) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = chain;
+    }
+}
+
+/// The cluster's `limits` as they are now: read without a lock on every
+/// admission and every frame, stored whole by a reload.
+#[derive(Debug)]
+pub(super) struct LiveLimits {
+    max_connections: AtomicU32,
+    max_frame_bytes: AtomicU32,
+    frame_timeout_ns: AtomicU64,
+}
+
+impl LiveLimits {
+    pub(super) fn new(limits: Limits) -> Self {
+        let live = LiveLimits {
+            max_connections: AtomicU32::new(0),
+            max_frame_bytes: AtomicU32::new(0),
+            frame_timeout_ns: AtomicU64::new(0),
+        };
+        live.store(limits);
+        live
+    }
+
+    /// Puts `limits` in force. Each value is read on its own, so a
+    /// connection may see one new value a frame before another: every
+    /// combination of the old and the new limits is a valid one.
+    pub(super) fn store(&self, limits: Limits) {
+        let ns = u64::try_from(limits.frame_timeout.as_nanos()).unwrap_or(u64::MAX);
+        self.max_connections
+            .store(limits.max_connections, Ordering::Relaxed);
+        self.max_frame_bytes
+            .store(limits.max_frame_bytes, Ordering::Relaxed);
+        self.frame_timeout_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The limits in force.
+    pub(super) fn load(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections.load(Ordering::Relaxed),
+            max_frame_bytes: self.max_frame_bytes.load(Ordering::Relaxed),
+            frame_timeout: Duration::from_nanos(self.frame_timeout_ns.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_limits_are_loaded_back_whole() {
+        let first = Limits::default();
+        let live = LiveLimits::new(first);
+        assert_eq!(live.load(), first);
+        let second = Limits {
+            max_connections: 7,
+            max_frame_bytes: 1024,
+            frame_timeout: Duration::from_millis(1500),
+        };
+        live.store(second);
+        assert_eq!(live.load(), second);
+    }
+}
