@@ -66,12 +66,21 @@ impl InPlace {
     }
 }
 
-/// A filter chain, in order; shared by every connection that took it.
-pub(crate) type Chain = Arc<[Arc<dyn Filter>]>;
+/// A filter chain; shared by every request that took it.
+pub(crate) type Chain = Arc<Filters>;
+
+/// The running filters of a cluster, as one value a reload swaps whole.
+#[derive(Debug, Default)]
+pub(crate) struct Filters {
+    /// Filters that judge a request by its header, in order.
+    pub(crate) head: Vec<Arc<dyn Filter>>,
+}
 
 /// The running filters `config` names.
 pub(crate) fn chain(config: &VirtualCluster) -> Chain {
-    config.filters.iter().map(filter::build).collect()
+    Arc::new(Filters {
+        head: config.filters.iter().map(filter::build).collect(),
+    })
 }
 
 /// The filter chain in force: each request takes it whole when it starts,

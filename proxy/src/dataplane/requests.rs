@@ -282,6 +282,7 @@ fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
     };
     cluster
         .filters()
+        .head
         .iter()
         .map(|f| f.on_request(&head))
         .find(|v| *v != Verdict::Forward)

@@ -20,7 +20,7 @@ use sluice_testkit::proxy::Proxy;
 use sluice_testkit::volume::Volume;
 use sluice_testkit::watcher::Watcher;
 use sluice_testkit::{bin, repo};
-use sluice_tests::config::{tansu_cluster, with_drain};
+use sluice_tests::config::{listed_times, tansu_cluster, with_drain};
 use sluice_tests::kafka::Conn;
 use sluice_tests::peers::Tansu;
 use sluice_tests::prometheus::{alerting_rules, dashboard_file, output, rules, webhook};
@@ -120,8 +120,15 @@ pub(super) fn scrape_every_program() -> Vec<String> {
         .write_all(&[0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4])
         .expect("write");
     assert!(hostile.closed_within(Duration::from_secs(5)));
-    // A modified cluster: the held connection's generation drains.
-    let next = proxy.render(&config(""));
+    // A modified cluster (its upstream): the held connection's generation
+    // drains.
+    let next = proxy.render(&with_drain(
+        "2s",
+        &[
+            listed_times(&tansu_cluster("ops", &tansu.addr, port, ""), &tansu.addr, 2),
+            tls.clone(),
+        ],
+    ));
     volume.swap(next.as_bytes());
     proxy.wait_for_version(
         &sluice_testkit::config::version(&next),

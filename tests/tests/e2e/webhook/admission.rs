@@ -60,16 +60,22 @@ async fn invalid_create_lists_every_error_with_its_line() {
 }
 
 /// A certificate moved to new paths, nothing else: the proxy swaps it into
-/// the running generation, so there is nothing to warn about.
+/// the running generation, so the one warning says it applies in place.
 #[tokio::test]
-async fn update_that_only_rotates_certificates_warns_of_no_drain() {
+async fn update_that_only_rotates_certificates_warns_it_applies_in_place() {
     let pki = Pki::new();
     let webhook = start(&pki, &[]);
     let (status, answer) = webhook.review(fixture("update-rotation.json")).await;
     assert_eq!(status, 200);
     let r = response(&answer, "update-rotation.json");
     assert_eq!(r["allowed"], true);
-    assert!(r.get("warnings").is_none(), "{r}");
+    assert_eq!(
+        r["warnings"],
+        serde_json::json!([
+            "cluster \"orders\" applies in place, no drain: gateway.tls.certFile changed, gateway.tls.keyFile changed"
+        ]),
+        "{r}"
+    );
     webhook.assert_clean_logs(&[]);
 }
 
