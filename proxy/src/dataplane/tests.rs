@@ -30,6 +30,7 @@ use crate::metrics::Metrics;
 
 mod backpressure;
 mod faults;
+mod kip951;
 mod lookups;
 mod memory;
 mod routing;
