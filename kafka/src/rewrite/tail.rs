@@ -8,7 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::fetch_response::NodeEndpoint;
 
 use super::mapper::Mapper;
-use super::{Advertised, Learned, NODE_ENDPOINTS_TAG, RewriteError};
+use super::{Advertised, Learned, MAX_TRAILING_BYTES, NODE_ENDPOINTS_TAG, RewriteError};
 use crate::splice::{array, count, put_endpoints, put_tag, put_uvarint, uvarint, uvarint_size};
 use crate::wire::{self, FetchPart};
 
@@ -58,10 +58,11 @@ pub struct RewrittenTail {
     pub changed: bool,
 }
 
-/// Rewrites the own tagged fields (`tail`, exactly them) of a streamed
+/// Rewrites the own tagged fields (`tail`: them, and at most
+/// [`MAX_TRAILING_BYTES`] after them, passed on as they came) of a streamed
 /// Fetch response at `version` into `tail.len() + reserve` bytes: the
-/// endpoints rewritten to `to`, the other fields as they came, then
-/// padding (see [`PADDING_TAG`]).
+/// endpoints rewritten to `to`, the other fields as they came, and padding
+/// (see [`PADDING_TAG`]).
 pub fn rewrite_tail(
     tail: &Bytes,
     version: i16,
@@ -75,13 +76,16 @@ pub fn rewrite_tail(
     };
     let walked = wire::check_tagged(wire::fetch_part(FetchPart::Response), version, tail)
         .map_err(|e| fail(e.to_string()))?;
-    if walked != tail.len() {
+    // What a held response may have after its message, this one may too,
+    // passed on after the fields (the one rule of `decode`).
+    let trailing = tail.len() - walked;
+    if trailing > MAX_TRAILING_BYTES {
         return Err(fail(format!(
-            "{} bytes after the response's tagged fields",
-            tail.len() - walked
+            "{trailing} bytes after the response's tagged fields"
         )));
     }
-    let (mut list, others) = fields(tail, version).map_err(fail)?;
+    let (after, tail) = (tail.slice(walked..), tail.slice(..walked));
+    let (mut list, others) = fields(&tail, version).map_err(fail)?;
     let changed = !list.is_empty();
     let mut m = Mapper {
         to,
@@ -97,9 +101,9 @@ pub fn rewrite_tail(
         let unpadded = encode(&list, &others, version, None).map_err(fail)?.len();
         if unpadded + PAD_MIN <= target {
             let fill = Some(target - unpadded - PAD_MIN);
-            break encode(&list, &others, version, fill)
-                .map_err(fail)?
-                .freeze();
+            let mut fields = encode(&list, &others, version, fill).map_err(fail)?;
+            fields.put_slice(&after);
+            break fields.freeze();
         }
         match list.pop() {
             Some(e) => crowded.push(e.node_id.0),

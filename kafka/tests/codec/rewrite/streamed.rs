@@ -10,7 +10,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::protocol::Decodable;
 use sluice_config::types::HostPattern;
-use sluice_kafka::rewrite::{PADDING_TAG, RewrittenTail, rewrite_tail};
+use sluice_kafka::rewrite::{MAX_TRAILING_BYTES, PADDING_TAG, RewrittenTail, rewrite_tail};
 use sluice_kafka::streamed::{HELD_UP_TO, Part, Walk, streams};
 
 use super::*;
@@ -288,8 +288,15 @@ fn malformed_responses_are_refused_with_a_reason() {
         f[..4].copy_from_slice(&size.to_be_bytes());
         f.freeze()
     };
-    // A byte after the tagged fields.
+    // Bytes after the tagged fields: as many as a held response may have
+    // pass on after them; more are refused.
     let mut extra = input[tail_at(&input)..].to_vec();
+    extra.extend([0; MAX_TRAILING_BYTES]);
+    let (out, _) = stream_through(&with_tail(&extra), v, &to, 4096).unwrap();
+    assert_eq!(
+        out[out.len() - MAX_TRAILING_BYTES..],
+        [0; MAX_TRAILING_BYTES]
+    );
     extra.push(0);
     assert!(refused(&with_tail(&extra)).contains("after the response's tagged fields"));
     // The proxy's padding tag sent by the upstream.

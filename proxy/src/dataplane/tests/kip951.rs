@@ -189,9 +189,10 @@ async fn a_malformed_tail_closes_the_connection_with_a_reason() {
     let fetch = request(ApiKey::Fetch, 16, 4, &FetchRequest::default());
     client.write_all(&fetch).await.unwrap();
     read_frame(&mut upstream).await;
-    // A byte more than the response's tagged fields, inside its frame.
+    // More bytes after the response's tagged fields than any response may
+    // have (`MAX_TRAILING_BYTES`), inside its frame.
     let mut frame = moved(16, 4, 200_000);
-    frame.push(0);
+    frame.extend([0; 17]);
     let size = i32::try_from(frame.len() - 4).unwrap();
     frame[..4].copy_from_slice(&size.to_be_bytes());
     upstream.write_all(&frame).await.unwrap();
