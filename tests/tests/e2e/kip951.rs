@@ -40,13 +40,14 @@ fn librdkafka_takes_a_moved_leader_from_a_fetch_response_through_the_proxy() {
     assert_eq!(report["consumed"], 20, "{report}");
     let updates = report["updates"].as_array().expect("updates");
     assert!(
-        updates
-            .iter()
-            .any(|u| u["after_metadata"] == false && u["line"].as_str().is_some_and(|l| l.contains("leader 2"))),
+        updates.iter().any(|u| u["after_metadata"] == false
+            && u["line"].as_str().is_some_and(|l| l.contains("leader 2"))),
         "librdkafka took the new leader from the Fetch response, before any Metadata answer: {report}"
     );
     // Every broker the client named after the move is one of the proxy's.
-    let proxy_ports: Vec<String> = (1..=3).map(|n| format!("127.0.0.1:{}/{n}", base + n)).collect();
+    let proxy_ports: Vec<String> = (1..=3)
+        .map(|n| format!("127.0.0.1:{}/{n}", base + n))
+        .collect();
     for broker in report["brokers"].as_array().expect("brokers") {
         let broker = broker.as_str().unwrap_or_default();
         assert!(
@@ -55,7 +56,9 @@ fn librdkafka_takes_a_moved_leader_from_a_fetch_response_through_the_proxy() {
         );
     }
     assert!(
-        report["brokers"].as_array().is_some_and(|b| b.iter().any(|x| x == &proxy_ports[1])),
+        report["brokers"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|x| x == &proxy_ports[1])),
         "the client reached the new leader through the proxy: {report}"
     );
     assert!(
