@@ -1,6 +1,6 @@
 """A consumer that learns a moved leader from a Fetch response (KIP-951).
 
-usage: leader_move.py BOOTSTRAP TOPIC
+usage: leader_move.py BOOTSTRAP TOPIC [--ssl CA]
 
 Produces 10 messages to partition 0 of TOPIC through BOOTSTRAP and reads
 them with a consumer assigned that partition (no group); prints `READY`.
@@ -9,7 +9,8 @@ produces 10 more and reads them. Prints a JSON report: `consumed`;
 `updates`, librdkafka's log lines where it took a partition's new leader
 from a Fetch or Produce response (KIP-951), each with whether a Metadata
 response had arrived since the move before it; `brokers`, every
-`host:port/id` the consumer's log names after the move.
+`host:port/id` the consumer's log names after the move. `--ssl CA`: TLS to
+the proxy, every broker's name checked against its certificate.
 """
 import json
 import logging
@@ -20,7 +21,11 @@ import time
 import confluent_kafka as ck
 
 bootstrap, topic = sys.argv[1], sys.argv[2]
-producer = ck.Producer({"bootstrap.servers": bootstrap})
+common = {"bootstrap.servers": bootstrap}
+if "--ssl" in sys.argv:
+    ca = sys.argv[sys.argv.index("--ssl") + 1]
+    common.update({"security.protocol": "ssl", "ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": "https"})
+producer = ck.Producer(common)
 logs = []
 
 
@@ -34,7 +39,7 @@ log.addHandler(Keep())
 log.setLevel(logging.DEBUG)
 consumer = ck.Consumer(
     {
-        "bootstrap.servers": bootstrap,
+        **common,
         "group.id": "leader-move",
         "debug": "fetch,metadata,topic,protocol,broker",
         # Metadata only when asked: the new leader must come from elsewhere.
@@ -74,6 +79,6 @@ for line in after:
         metadata_seen = True
     if "updated with leader" in line:
         updates.append({"line": line, "after_metadata": metadata_seen})
-brokers = sorted({m.group(0) for line in after for m in re.finditer(r"\d+\.\d+\.\d+\.\d+:\d+/\d+", line)})
+brokers = sorted({m.group(0) for line in after for m in re.finditer(r"[A-Za-z0-9.-]+:\d+/\d+", line)})
 consumer.close()
 print(json.dumps({"consumed": consumed, "updates": updates, "brokers": brokers, "errors": errors}), flush=True)
