@@ -18,20 +18,12 @@ pub enum Handling {
     /// with an error itself, naming every resource it carries.
     Deniable,
     /// Responses carry broker endpoints, rewritten to the proxy's own from
-    /// this version on (older versions carry none).
+    /// this version on (older versions carry none). Those of Produce and
+    /// Fetch (KIP-951) sit in the response's own tagged fields, after
+    /// everything else: a Fetch response's records stream past the proxy
+    /// while only its last bytes are rewritten (`sluice-kafka`'s
+    /// `streamed`), so every version is offered.
     Rewritten {
-        /// First version whose responses carry endpoints.
-        since: i16,
-    },
-    /// As [`Handling::Rewritten`], but clients are offered (in ApiVersions)
-    /// only the versions before `since`: Fetch, whose responses are most of
-    /// a consumer's traffic and up to `fetch.max.bytes` each. Its endpoints
-    /// (KIP-951's NodeEndpoints) come last in a response whose size comes
-    /// first, so a rewritten response must be held whole; an older version
-    /// streams through (spliced, in plaintext) in a chunk's memory. The
-    /// client learns a moved leader from Metadata instead. A client that
-    /// sends a later version unasked is still rewritten.
-    OfferedBelow {
         /// First version whose responses carry endpoints.
         since: i16,
     },
@@ -59,16 +51,7 @@ impl KafkaApi {
 
     /// Whether responses of `version` carry broker endpoints to rewrite.
     pub fn rewritten_at(&self, version: i16) -> bool {
-        matches!(self.handling, Rewritten { since } | OfferedBelow { since } if version >= since)
-    }
-
-    /// The highest version ApiVersions offers clients, when the proxy caps
-    /// it below what it can decode.
-    pub fn offered_at_most(&self) -> Option<i16> {
-        match self.handling {
-            OfferedBelow { since } => Some(since - 1),
-            _ => None,
-        }
+        matches!(self.handling, Rewritten { since } if version >= since)
     }
 }
 
@@ -80,12 +63,12 @@ const fn api(key: i16, name: &'static str, handling: Handling) -> KafkaApi {
     }
 }
 
-use Handling::{Capped, Deniable, Forwarded, OfferedBelow, Rewritten};
+use Handling::{Capped, Deniable, Forwarded, Rewritten};
 
 /// Every API, sorted by key (kafka-protocol 0.18's list).
 pub const KAFKA_APIS: &[KafkaApi] = &[
     api(0, "Produce", Rewritten { since: 10 }),
-    api(1, "Fetch", OfferedBelow { since: 16 }),
+    api(1, "Fetch", Rewritten { since: 16 }),
     api(2, "ListOffsets", Forwarded),
     api(3, "Metadata", Rewritten { since: 0 }),
     api(8, "OffsetCommit", Forwarded),
@@ -200,7 +183,7 @@ pub fn deniable() -> impl Iterator<Item = &'static KafkaApi> {
 pub fn rewritten() -> impl Iterator<Item = &'static KafkaApi> {
     KAFKA_APIS
         .iter()
-        .filter(|a| matches!(a.handling, Rewritten { .. } | OfferedBelow { .. }))
+        .filter(|a| matches!(a.handling, Rewritten { .. }))
 }
 
 #[cfg(test)]
@@ -233,6 +216,9 @@ mod tests {
         let produce = by_name("Produce").unwrap();
         assert!(!produce.rewritten_at(9));
         assert!(produce.rewritten_at(10));
+        let fetch = by_name("Fetch").unwrap();
+        assert!(!fetch.rewritten_at(15));
+        assert!(fetch.rewritten_at(16));
         assert!(by_name("Metadata").unwrap().rewritten_at(0));
         assert!(!by_name("DeleteTopics").unwrap().rewritten_at(6));
     }

@@ -1,5 +1,7 @@
 //! Response rewriting, ApiVersions capping and deny responses: the first
-//! bytes choose the API and version, the rest is the frame body.
+//! bytes choose the API and version, the rest is the frame body. A Fetch
+//! v16+ body is also walked as it would stream (`streamed`), in pieces of a
+//! size the input chooses, and its tail rewritten into the reserve.
 #![no_main]
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -8,7 +10,10 @@ use sluice_config::model::BrokerPorts;
 use sluice_config::types::Port;
 use sluice_kafka::deny::{DENIABLE_APIS, deny_response};
 use sluice_kafka::frame::RequestHeader;
-use sluice_kafka::rewrite::{Advertised, REWRITTEN_APIS, rewrite_response, rewrites};
+use sluice_kafka::rewrite::{
+    Advertised, REWRITTEN_APIS, rewrite_response, rewrite_tail, rewrites,
+};
+use sluice_kafka::streamed::{Part, Walk};
 use sluice_kafka::versions::cap_api_versions;
 
 fuzz_target!(|data: &[u8]| {
@@ -32,7 +37,47 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    if api == 1 && version >= 16 {
+        streamed(&frame, version, &to, usize::from(*pick) + 1, &header);
+    }
     let _ = cap_api_versions(&frame, version, &|k| k % 2 == 0);
     let deny = DENIABLE_APIS[usize::from(*pick) % DENIABLE_APIS.len()] as i16;
     let _ = deny_response(&frame, &RequestHeader { api_key: deny, api_version: version, correlation_id: 1 }, 44);
 });
+
+/// Walks `frame` as the data plane streams it, `feed` bytes arriving at a
+/// time; when the walk and the tail's rewrite succeed, the frame the client
+/// gets must be one the proxy reads again.
+fn streamed(frame: &Bytes, version: i16, to: &Advertised, feed: usize, header: &RequestHeader) {
+    let mut walk = Walk::fetch(version);
+    let (mut at, mut have) = (0, feed.min(frame.len()));
+    let mut out = BytesMut::new();
+    let reserve = to.tail_reserve();
+    out.put_i32((frame.len() - 4 + reserve) as i32);
+    loop {
+        match walk.next(&frame[at..have]) {
+            Err(_) => return,
+            Ok(Some(Part::Checked(n))) => {
+                out.put_slice(&frame[at.max(4)..at + n]);
+                at += n;
+            }
+            Ok(Some(Part::Records(n))) => {
+                if n > frame.len() - at {
+                    return;
+                }
+                out.put_slice(&frame[at..at + n]);
+                at += n;
+                have = have.max(at);
+            }
+            Ok(Some(Part::Tail)) => break,
+            Ok(None) if have == frame.len() => return,
+            Ok(None) => have = (have + feed).min(frame.len()),
+        }
+    }
+    let Ok(tail) = rewrite_tail(&frame.slice(at..), version, to, reserve) else { return };
+    out.put_slice(&tail.bytes);
+    assert_eq!(out.len(), frame.len() + reserve, "the size announced first");
+    if let Err(e) = rewrite_response(&out.freeze(), header, to) {
+        panic!("the streamed response cannot be read again: {e}");
+    }
+}

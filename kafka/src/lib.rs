@@ -7,6 +7,7 @@
 //! - [`frame`]: length-prefixed frames and the request header fields routing needs
 //! - [`rewrite`]: broker endpoints in responses replaced by the proxy's own
 //! - `splice`: Produce and Fetch responses rewritten without copying their records
+//! - [`streamed`]: Fetch v16+ responses walked as they stream, their records never held
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
@@ -20,6 +21,7 @@ pub mod encode;
 pub mod frame;
 pub mod rewrite;
 mod splice;
+pub mod streamed;
 pub mod versions;
 pub mod wire;
 

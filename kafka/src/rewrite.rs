@@ -32,8 +32,10 @@ use sluice_config::model::BrokerPorts;
 use sluice_config::types::HostPattern;
 
 mod mapper;
+mod tail;
 mod whole;
 use mapper::Mapper;
+pub use tail::{PADDING_TAG, RewrittenTail, rewrite_tail};
 
 /// A response could not be decoded or encoded; the connection is closed,
 /// because forwarding it unrewritten could leak an upstream address.
@@ -73,6 +75,14 @@ impl Advertised {
     /// routing: every node behind the one port).
     pub fn sni(pattern: HostPattern, port: u16) -> Self {
         Advertised(Target::Sni { pattern, port })
+    }
+
+    /// The longest host name clients may be told, in bytes.
+    fn longest_host(&self) -> usize {
+        match &self.0 {
+            Target::Ports { host, .. } => host.len(),
+            Target::Sni { pattern, .. } => pattern.host_for(i32::MAX).map_or(0, |h| h.len()),
+        }
     }
 
     /// The host and port clients are told for a node; `None` when the

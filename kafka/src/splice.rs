@@ -114,25 +114,9 @@ pub(super) fn endpoints<E: Decodable + Encodable>(
         &mut tail,
         count(others.len() + usize::from(!list.is_empty()))?,
     );
-    if !list.is_empty() {
-        let size = list
-            .iter()
-            .try_fold(uvarint_size(count(list.len() + 1)?), |n, e| {
-                e.compute_size(version)
-                    .map(|s| n + s)
-                    .map_err(|e| e.to_string())
-            })?;
-        put_uvarint(&mut tail, 0);
-        put_uvarint(&mut tail, count(size)?);
-        put_uvarint(&mut tail, count(list.len() + 1)?);
-        for e in &list {
-            e.encode(&mut tail, version).map_err(|e| e.to_string())?;
-        }
-    }
+    put_endpoints(&mut tail, &list, version)?;
     for (tag, value) in &others {
-        put_uvarint(&mut tail, *tag);
-        put_uvarint(&mut tail, count(value.len())?);
-        tail.put_slice(value);
+        put_tag(&mut tail, *tag, value)?;
     }
     // The bytes left after the message pass as they came.
     tail.put_slice(&frame[end..]);
@@ -155,8 +139,41 @@ pub(super) fn endpoints<E: Decodable + Encodable>(
     }))
 }
 
+/// Writes `list` as the endpoints' tagged field (tag 0), when not empty.
+pub(crate) fn put_endpoints<E: Encodable>(
+    buf: &mut BytesMut,
+    list: &[E],
+    version: i16,
+) -> Result<(), String> {
+    if list.is_empty() {
+        return Ok(());
+    }
+    let size = list
+        .iter()
+        .try_fold(uvarint_size(count(list.len() + 1)?), |n, e| {
+            e.compute_size(version)
+                .map(|s| n + s)
+                .map_err(|e| e.to_string())
+        })?;
+    put_uvarint(buf, 0);
+    put_uvarint(buf, count(size)?);
+    put_uvarint(buf, count(list.len() + 1)?);
+    for e in list {
+        e.encode(buf, version).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Writes one tagged field as it came.
+pub(crate) fn put_tag(buf: &mut BytesMut, tag: u32, value: &[u8]) -> Result<(), String> {
+    put_uvarint(buf, tag);
+    put_uvarint(buf, count(value.len())?);
+    buf.put_slice(value);
+    Ok(())
+}
+
 /// A compact array of `E`; null is an error, as in kafka-protocol.
-fn array<E: Decodable>(buf: &mut Bytes, version: i16) -> Result<Vec<E>, String> {
+pub(crate) fn array<E: Decodable>(buf: &mut Bytes, version: i16) -> Result<Vec<E>, String> {
     let n = match uvarint(buf)? {
         0 => return Err("a null array of endpoints".to_owned()),
         n => n as usize - 1,
@@ -174,7 +191,7 @@ fn array<E: Decodable>(buf: &mut Bytes, version: i16) -> Result<Vec<E>, String> 
 
 /// An unsigned varint as kafka-protocol reads it: at most five bytes,
 /// extra high bits dropped.
-fn uvarint(buf: &mut Bytes) -> Result<u32, String> {
+pub(crate) fn uvarint(buf: &mut Bytes) -> Result<u32, String> {
     let mut value: u32 = 0;
     for i in 0..5 {
         if !buf.has_remaining() {
@@ -189,7 +206,7 @@ fn uvarint(buf: &mut Bytes) -> Result<u32, String> {
     Ok(value)
 }
 
-fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
+pub(crate) fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
     while value >= 0x80 {
         buf.put_u8((value as u8) | 0x80);
         value >>= 7;
@@ -197,7 +214,7 @@ fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
     buf.put_u8(value as u8);
 }
 
-fn uvarint_size(value: u32) -> usize {
+pub(crate) fn uvarint_size(value: u32) -> usize {
     match value {
         0..=0x7f => 1,
         0x80..=0x3fff => 2,
@@ -207,6 +224,6 @@ fn uvarint_size(value: u32) -> usize {
     }
 }
 
-fn count(n: usize) -> Result<u32, String> {
+pub(crate) fn count(n: usize) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("{n} is too large to encode"))
 }

@@ -1,20 +1,16 @@
 //! ApiVersions capping: a client must never pick a version of an API the
 //! proxy has to decode but cannot, and never use an API the proxy does not
-//! know (it might carry broker addresses the proxy would not rewrite); and
-//! Fetch is offered only in the versions whose responses stream.
+//! know (it might carry broker addresses the proxy would not rewrite).
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
-use sluice_config::apis;
 
 use super::codec::{decode, encode, with_header};
 use super::rewrite::RewriteError;
 
 /// Rewrites an ApiVersions response frame: unknown APIs are removed, and the
 /// highest version of every API for which `decoded(api_key)` is true is
-/// lowered to the highest this proxy can decode; an API offered below its
-/// rewritten versions (Fetch, see `Handling::OfferedBelow`) is lowered to
-/// the last version before them. Error responses (which a
+/// lowered to the highest this proxy can decode. Error responses (which a
 /// broker sends as v0 whatever the request's version) pass unchanged.
 pub fn cap_api_versions(
     frame: &Bytes,
@@ -43,12 +39,6 @@ pub fn cap_api_versions(
         };
         if decoded(k.api_key) {
             k.max_version = k.max_version.min(api.valid_versions().max);
-        }
-        // Offered below its rewritten versions (Fetch) when the broker
-        // still has one: else the later versions are rewritten as usual.
-        let offered = apis::by_key(k.api_key).and_then(|a| a.offered_at_most());
-        if let Some(offered) = offered.filter(|&o| o >= k.min_version) {
-            k.max_version = k.max_version.min(offered);
         }
         k.min_version <= k.max_version
     });

@@ -6,6 +6,7 @@
 //!   the SNI table of server names)
 //! - [`connection`]: one proxied client connection; its two directions,
 //!   [`requests`] and [`responses`]
+//! - [`fetch`]: Fetch v16+ responses, records streamed, endpoints rewritten
 //! - [`direction`]: what the connection and its directions share (the
 //!   error, the frame clock, the in-flight slot, the chunk size)
 //! - [`buffer`]: how a direction holds bytes (a chunk while busy, none idle)
@@ -27,6 +28,7 @@ pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod connection;
 mod direction;
+mod fetch;
 mod inflight;
 pub(crate) mod listener;
 pub(crate) mod live;

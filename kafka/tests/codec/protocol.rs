@@ -64,16 +64,19 @@ fn api_versions_are_capped_for_decoded_apis_and_unknown_apis_removed() {
 }
 
 #[test]
-fn fetch_is_offered_below_the_versions_whose_responses_are_held_whole() {
+fn fetch_is_offered_up_to_the_versions_the_proxy_decodes() {
+    // KIP-951's versions are offered again: their responses stream
+    // (`streamed`), only their tagged fields rewritten.
     let decoded = |k: i16| k == 1;
-    // A broker up to Fetch v17 (Kafka 4): offered up to v15, which streams.
+    let max = ApiKey::Fetch.valid_versions().max;
+    // A broker up to Fetch v17 (Kafka 4) keeps v16 and v17.
     let input = versions_frame(3, 0, &[(1, 4, 17)]);
     let out = cap_api_versions(&input, 3, &decoded).unwrap();
-    assert_eq!(out, versions_frame(3, 0, &[(1, 4, 15)]));
-    // One that has only v16 and later keeps them (rewritten, held whole).
-    let input = versions_frame(3, 0, &[(1, 16, 17)]);
+    assert_eq!(out, versions_frame(3, 0, &[(1, 4, 17)]));
+    // One beyond what the proxy decodes is lowered to it.
+    let input = versions_frame(3, 0, &[(1, 16, max + 3)]);
     let out = cap_api_versions(&input, 3, &decoded).unwrap();
-    assert_eq!(out, versions_frame(3, 0, &[(1, 16, 17)]));
+    assert_eq!(out, versions_frame(3, 0, &[(1, 16, max)]));
 }
 
 #[test]

@@ -43,6 +43,7 @@ mod errors;
 mod learning;
 mod per_api;
 mod splice;
+mod streamed;
 
 fn advertised() -> Advertised {
     Advertised::new(

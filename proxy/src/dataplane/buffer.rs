@@ -67,6 +67,15 @@ impl FrameBuf {
         }
     }
 
+    /// Puts `size` in the length prefix of the frame whose start is unread
+    /// (a frame the proxy passes on grown or shrunk).
+    pub(super) fn set_frame_size(&mut self, size: i32) {
+        if let Some((chunk, _)) = &mut self.chunk {
+            let at = self.start + self.pending;
+            chunk[at..at + 4].copy_from_slice(&size.to_be_bytes());
+        }
+    }
+
     /// Whether nothing is buffered: the direction can wait idle.
     pub(super) fn is_empty(&self) -> bool {
         self.start == self.end
@@ -74,7 +83,7 @@ impl FrameBuf {
 
     /// Marks the next `n` unread bytes as passed on; [`FrameBuf::flush`]
     /// writes them.
-    fn pass(&mut self, n: usize) {
+    pub(super) fn pass(&mut self, n: usize) {
         debug_assert!(n <= self.unread().len());
         self.pending += n;
     }

@@ -1,7 +1,9 @@
 //! Upstream to client: responses matched to the in-flight slots, in order.
 //! A response whose request the proxy rewrites the answer of (broker
-//! addresses, ApiVersions) is held whole, rewritten, written and freed;
-//! every other one streams through the connection's chunk as it arrives.
+//! addresses, ApiVersions) is held whole, rewritten, written and freed,
+//! except a Fetch response larger than a chunk, whose records stream while
+//! its endpoints are rewritten (`fetch`); every other one streams through
+//! the connection's chunk as it arrives.
 //! The proxy's own answers are written in their turn. Each frame has
 //! `limits.frameTimeout` of waiting for the client to take it (`patience`).
 
@@ -14,6 +16,7 @@ use sluice_kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
 };
 use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::streamed::streams;
 use sluice_kafka::versions::cap_api_versions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -21,6 +24,7 @@ use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, ConnError, FrameClock, Slot};
+use super::fetch;
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;
@@ -151,6 +155,10 @@ where
             expected: header.correlation_id,
             got,
         });
+    }
+    if streams(header.api_key, header.api_version, total) {
+        let io = (&mut *rd, &mut *wr);
+        return Box::pin(fetch::relay(header, total, buf, io, &mut clock, cluster)).await;
     }
     if !held_whole(header) {
         return buf.stream(total, rd, wr, &mut clock).await;

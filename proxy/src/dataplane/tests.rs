@@ -7,6 +7,7 @@
 //! - `memory`: idle connections hold nothing; the process-wide budget
 //! - `routing`: per-cluster connection limits, learned addresses
 //! - `in_place`: limits a reload changes in place reach open connections
+//! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
 //! - `signals`: the client signals, with a real broker and real clients
@@ -32,6 +33,7 @@ use crate::metrics::Metrics;
 mod backpressure;
 mod faults;
 mod in_place;
+mod kip951;
 mod lookups;
 mod memory;
 mod routing;

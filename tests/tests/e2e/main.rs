@@ -11,6 +11,7 @@
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
 //! - [`faults`]: brokers, proxies and watchers killed mid-stream
+//! - [`kip951`]: a moved leader learned from a Fetch response, through the proxy
 //! - [`fleet`]: pods in network namespaces: canary, gate, halt, the
 //!   client-side analysis, pods replaced and killed mid-rollout
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
@@ -40,6 +41,7 @@ mod edges;
 mod faults;
 mod fleet;
 mod gateway;
+mod kip951;
 mod lock;
 mod manifests;
 mod matrix;

@@ -1,23 +1,31 @@
 //! What a connection holds once a large frame has passed, and what the
 //! process-wide budget does when it is reached.
 
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, FetchRequest, ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
 use tokio::io::AsyncWriteExt;
 
 use super::streaming::produce;
 use super::*;
 
-/// Fetch v16 carries endpoints when a leader moved, so its response is
-/// held whole to be checked; this one has `records` bytes of records.
-fn fetch_v16_response(correlation_id: i32, records: usize) -> Vec<u8> {
-    let mut partition = PartitionData::default();
-    partition.records = Some(pattern(records));
-    let mut topic = FetchableTopicResponse::default();
-    topic.partitions = vec![partition];
-    let mut body = FetchResponse::default();
+/// Produce v10 may carry endpoints, so its response is held whole to be
+/// checked; this one has an error message of `len` bytes.
+fn held_response(correlation_id: i32, len: usize) -> Vec<u8> {
+    let mut partition = PartitionProduceResponse::default();
+    partition.error_message = Some(StrBytes::from_string("e".repeat(len)));
+    let mut topic = TopicProduceResponse::default();
+    topic.partition_responses = vec![partition];
+    let mut body = ProduceResponse::default();
     body.responses = vec![topic];
-    response(ApiKey::Fetch, 16, correlation_id, &body)
+    response(ApiKey::Produce, 10, correlation_id, &body)
+}
+
+/// A Produce v10 that awaits its response.
+fn produce_v10(correlation_id: i32) -> Vec<u8> {
+    let mut body = ProduceRequest::default();
+    body.acks = 1;
+    request(ApiKey::Produce, 10, correlation_id, &body)
 }
 
 fn fetch_request(version: i16, correlation_id: i32) -> Vec<u8> {
@@ -51,9 +59,9 @@ async fn an_idle_connection_holds_nothing_after_large_frames() {
     assert!(read_frame(&mut client).await == streamed);
 
     // A large response, held whole.
-    client.write_all(&fetch_request(16, 3)).await.unwrap();
+    client.write_all(&produce_v10(3)).await.unwrap();
     read_frame(&mut upstream).await;
-    let held = fetch_v16_response(3, 6 << 20);
+    let held = held_response(3, 6 << 20);
     upstream.write_all(&held).await.unwrap();
     assert!(read_frame(&mut client).await == held);
     let peak = budget.peak();
@@ -87,9 +95,9 @@ async fn at_the_budget_connections_stop_reading_until_memory_is_released() {
     // A takes most of the budget: a held response of 1000 KiB, of which the
     // upstream sends only the start.
     let (mut a, mut a_upstream) = rig.connection().await;
-    a.write_all(&fetch_request(16, 1)).await.unwrap();
+    a.write_all(&produce_v10(1)).await.unwrap();
     read_frame(&mut a_upstream).await;
-    let large = fetch_v16_response(1, 1000 * 1024);
+    let large = held_response(1, 1000 * 1024);
     let (start, rest) = large.split_at(100 * 1024);
     a_upstream.write_all(start).await.unwrap();
     eventually("A's frame is charged whole", || {
