@@ -57,7 +57,7 @@ fn main() {
         let (watchers, proxies) = fleet(window);
         Row::new(
             "idle",
-            &format!("{PODS} watchers of a gated fleet, idle, together"),
+            format!("{PODS} watchers of a gated fleet, idle, together"),
             "ticks/min",
             watchers,
         )
