@@ -135,13 +135,16 @@ fn fields(tail: &Bytes, version: i16) -> Result<(Vec<NodeEndpoint>, BTreeMap<u32
         let size = uvarint(&mut buf)? as usize;
         if tag == NODE_ENDPOINTS_TAG {
             list = array(&mut buf, version)?;
-        } else if tag == PADDING_TAG {
-            return Err(format!("the upstream sent tag {tag}, the proxy's padding"));
-        } else {
-            if size > buf.len() {
-                return Err(format!("tag {tag} of {size} bytes, {} left", buf.len()));
-            }
-            others.insert(tag, buf.split_to(size));
+            continue;
+        }
+        if size > buf.len() {
+            return Err(format!("tag {tag} of {size} bytes, {} left", buf.len()));
+        }
+        let value = buf.split_to(size);
+        // An upstream's padding (another Sluice in front of the broker)
+        // holds nothing: dropped, its room is this proxy's to fill.
+        if tag != PADDING_TAG {
+            others.insert(tag, value);
         }
     }
     Ok((list, others))

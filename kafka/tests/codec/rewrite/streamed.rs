@@ -299,11 +299,11 @@ fn malformed_responses_are_refused_with_a_reason() {
     );
     extra.push(0);
     assert!(refused(&with_tail(&extra)).contains("after the response's tagged fields"));
-    // The proxy's padding tag sent by the upstream.
+    // A padding field whose size runs past the end.
     let mut padded = BytesMut::new();
     padded.put_u8(1);
-    padded.put_slice(&[0xff, 0x7f, 0x00]);
-    assert!(refused(&with_tail(&padded)).contains("padding"));
+    padded.put_slice(&[0xff, 0x7f, 0x09]);
+    assert!(refused(&with_tail(&padded)).contains("cannot rewrite Fetch v16"));
     // Endpoints that run past the end.
     assert!(refused(&with_tail(&[1, 0, 20, 3, 0, 0])).contains("cannot rewrite Fetch v16"));
     // A null topics array.
@@ -356,4 +356,23 @@ fn produce_endpoints_are_the_proxys_with_sni_routing() {
         );
         assert_no_upstream(&out.frame.to_bytes(), "Produce");
     }
+}
+
+/// Sluice in front of Sluice: the response the first proxy padded streams
+/// through the second, whose rewrite drops that padding and fills the room
+/// with its own (a refused padding closed every consumer connection).
+#[test]
+fn a_response_through_two_proxies_streams_again() {
+    let v = 16;
+    let input = frame(ApiKey::Fetch, v, &moved(100_000, &UPSTREAM));
+    let to = advertised();
+    let (once, _) = stream_through(&input, v, &to, 4096).unwrap();
+    let once = Bytes::from(once);
+    let (twice, tail) = stream_through(&once, v, &to, 4096).unwrap();
+    assert!(tail.changed);
+    same(
+        &decoded(&twice, v),
+        &decoded(&once, v),
+        "through two proxies",
+    );
 }
