@@ -31,6 +31,7 @@ mod inflight;
 pub(crate) mod listener;
 pub(crate) mod live;
 mod lookup;
+mod merged;
 mod patience;
 mod pool;
 mod requests;

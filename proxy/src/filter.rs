@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sluice_config::filter::FilterSpec;
 
 mod deny_apis;
+pub(crate) mod topic_policy;
 
 /// What a filter sees of a request: its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
