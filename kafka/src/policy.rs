@@ -25,8 +25,10 @@ use super::wire::{self, Checked};
 
 mod apis;
 mod listed;
+mod produce;
 
 pub use apis::policed;
+pub use produce::{ProduceHead, produce_head};
 
 /// Kafka's TOPIC_AUTHORIZATION_FAILED: what a broker answers for a topic
 /// its ACLs refuse; clients report it per topic and do not retry.

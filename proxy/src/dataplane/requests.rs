@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use sluice_config::policy::Operation;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
 use sluice_kafka::frame::{
@@ -108,6 +109,9 @@ where
                 let op = p.polices(header.api_key)?;
                 Some((Arc::clone(p), op))
             }) {
+                Some((policy, Operation::Produce)) => {
+                    Box::pin(way.produce(request, policy)).await?
+                }
                 Some((policy, op)) => Box::pin(way.police(request, policy, op)).await?,
                 None => {
                     cluster.signals.forwarded();

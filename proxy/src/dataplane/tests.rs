@@ -36,6 +36,7 @@ mod in_place;
 mod lookups;
 mod memory;
 mod policy;
+mod policy_produce;
 mod routing;
 mod signals;
 mod streaming;

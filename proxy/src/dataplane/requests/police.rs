@@ -8,12 +8,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sluice_config::policy::Operation;
 use sluice_kafka::frame::expects_response;
-use sluice_kafka::policy::{Policed, client_id, police};
+use sluice_kafka::policy::{Policed, client_id, police, produce_head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
 use crate::dataplane::block::charged;
-use crate::dataplane::direction::{Answer, ConnError, MAX_IN_FLIGHT, Merged};
+use crate::dataplane::direction::{Answer, CHUNK, ConnError, MAX_IN_FLIGHT, Merged};
 use crate::dataplane::splice::Splice;
 use crate::filter::topic_policy::TopicPolicy;
 
@@ -23,6 +23,42 @@ where
     W: AsyncWrite + Splice + Unpin,
     S: Future<Output = ()> + Unpin,
 {
+    /// A Produce request under a policy: streamed as ever (spliced, in
+    /// plaintext) when its client may produce to every topic, or when it
+    /// writes to one topic it may produce to (both read from its first
+    /// bytes); held and judged per topic otherwise. True when the
+    /// generation drained before any of it went.
+    pub(super) async fn produce(
+        self,
+        request: Request<'_>,
+        policy: Arc<TopicPolicy>,
+    ) -> Result<bool, ConnError> {
+        let (version, total) = (request.header.api_version, request.total);
+        let streams = loop {
+            let unread = self.buf.unread();
+            if let Some(head) = produce_head(unread, version) {
+                let client = head.client_id;
+                break policy.open_for(Operation::Produce, client)
+                    || head.topics == 1
+                        && head
+                            .first
+                            .is_some_and(|t| policy.allows(Operation::Produce, t, client));
+            }
+            if unread.len() >= total.min(CHUNK) {
+                // Ids too long to read within a chunk: held and decoded.
+                break false;
+            }
+            if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
+                return Err(ConnError::ClosedMidFrame);
+            }
+        };
+        if streams {
+            request.cluster.signals.forwarded();
+            return self.forward(request).await;
+        }
+        self.police(request, policy, Operation::Produce).await
+    }
+
     /// Judges a request of `op` per topic. True when the generation drained
     /// before it had a slot.
     pub(super) async fn police(
