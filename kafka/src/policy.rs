@@ -27,7 +27,7 @@ mod apis;
 mod listed;
 mod produce;
 
-pub use apis::policed;
+pub use apis::{Handling, handling, policed};
 pub use produce::{ProduceHead, produce_head};
 
 /// Kafka's TOPIC_AUTHORIZATION_FAILED: what a broker answers for a topic
@@ -112,6 +112,8 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     type Response: Checked + Encodable + Default;
     /// Whether a request may be split (its response held and merged).
     const SPLIT: bool = true;
+    /// How it is policed (for the docs' table).
+    const HANDLING: Handling = Handling::PerTopic;
     /// The topic names it carries, once per mention ("" for a topic named
     /// by id only: judged like any name, so only a policy that allows the
     /// operation on every topic lets it through).

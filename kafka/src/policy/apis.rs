@@ -10,47 +10,67 @@ use super::{Policed, Request, Topics, judge};
 /// Kafka's TOPIC resource type in the configs APIs.
 const TOPIC_RESOURCE: i8 = 2;
 
+/// How the proxy polices an API's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handling {
+    /// Judged per topic: split, answered or forwarded.
+    PerTopic,
+    /// Per topic, and a request for every topic has its answer filtered.
+    Listed,
+    /// Refused whole unless the operation is allowed on every topic.
+    Whole,
+}
+
+/// How the proxy polices `api_key`; `None` for APIs that name no topics.
+pub fn handling(api_key: i16) -> Option<Handling> {
+    Some(entry(ApiKey::try_from(api_key).ok()?)?.1)
+}
+
 /// Whether the proxy polices this API (it names topics).
 pub fn policed(api_key: i16) -> bool {
-    ApiKey::try_from(api_key).is_ok_and(|api| judge_fn(api).is_some())
+    handling(api_key).is_some()
 }
 
 type Judge =
     fn(&Request<'_>, &mut Bytes, i16, &mut dyn FnMut(&str) -> bool) -> Result<Policed, String>;
 
-fn judge_fn(api: ApiKey) -> Option<Judge> {
+fn of<T: Topics>() -> (Judge, Handling) {
+    (judge::<T>, T::HANDLING)
+}
+
+fn entry(api: ApiKey) -> Option<(Judge, Handling)> {
     use ApiKey as K;
     Some(match api {
-        K::Produce => judge::<ProduceRequest>,
-        K::Fetch => judge::<FetchRequest>,
-        K::ListOffsets => judge::<ListOffsetsRequest>,
-        K::Metadata => judge::<MetadataRequest>,
-        K::OffsetCommit => judge::<OffsetCommitRequest>,
-        K::OffsetFetch => judge::<OffsetFetchRequest>,
-        K::CreateTopics => judge::<CreateTopicsRequest>,
-        K::DeleteTopics => judge::<DeleteTopicsRequest>,
-        K::DeleteRecords => judge::<DeleteRecordsRequest>,
-        K::OffsetForLeaderEpoch => judge::<OffsetForLeaderEpochRequest>,
-        K::AddPartitionsToTxn => judge::<AddPartitionsToTxnRequest>,
-        K::WriteTxnMarkers => judge::<WriteTxnMarkersRequest>,
-        K::TxnOffsetCommit => judge::<TxnOffsetCommitRequest>,
-        K::DescribeConfigs => judge::<DescribeConfigsRequest>,
-        K::AlterConfigs => judge::<AlterConfigsRequest>,
-        K::AlterReplicaLogDirs => judge::<AlterReplicaLogDirsRequest>,
-        K::DescribeLogDirs => judge::<DescribeLogDirsRequest>,
-        K::CreatePartitions => judge::<CreatePartitionsRequest>,
-        K::ElectLeaders => judge::<ElectLeadersRequest>,
-        K::IncrementalAlterConfigs => judge::<IncrementalAlterConfigsRequest>,
-        K::AlterPartitionReassignments => judge::<AlterPartitionReassignmentsRequest>,
-        K::ListPartitionReassignments => judge::<ListPartitionReassignmentsRequest>,
-        K::OffsetDelete => judge::<OffsetDeleteRequest>,
-        K::DescribeProducers => judge::<DescribeProducersRequest>,
-        K::DescribeTopicPartitions => judge::<DescribeTopicPartitionsRequest>,
-        K::ShareFetch => judge::<ShareFetchRequest>,
-        K::ShareAcknowledge => judge::<ShareAcknowledgeRequest>,
-        K::DescribeShareGroupOffsets => judge::<DescribeShareGroupOffsetsRequest>,
-        K::AlterShareGroupOffsets => judge::<AlterShareGroupOffsetsRequest>,
-        K::DeleteShareGroupOffsets => judge::<DeleteShareGroupOffsetsRequest>,
+        K::Produce => of::<ProduceRequest>(),
+        K::Fetch => of::<FetchRequest>(),
+        K::ListOffsets => of::<ListOffsetsRequest>(),
+        K::Metadata => of::<MetadataRequest>(),
+        K::OffsetCommit => of::<OffsetCommitRequest>(),
+        K::OffsetFetch => of::<OffsetFetchRequest>(),
+        K::CreateTopics => of::<CreateTopicsRequest>(),
+        K::DeleteTopics => of::<DeleteTopicsRequest>(),
+        K::DeleteRecords => of::<DeleteRecordsRequest>(),
+        K::OffsetForLeaderEpoch => of::<OffsetForLeaderEpochRequest>(),
+        K::AddPartitionsToTxn => of::<AddPartitionsToTxnRequest>(),
+        K::WriteTxnMarkers => of::<WriteTxnMarkersRequest>(),
+        K::TxnOffsetCommit => of::<TxnOffsetCommitRequest>(),
+        K::DescribeConfigs => of::<DescribeConfigsRequest>(),
+        K::AlterConfigs => of::<AlterConfigsRequest>(),
+        K::AlterReplicaLogDirs => of::<AlterReplicaLogDirsRequest>(),
+        K::DescribeLogDirs => of::<DescribeLogDirsRequest>(),
+        K::CreatePartitions => of::<CreatePartitionsRequest>(),
+        K::ElectLeaders => of::<ElectLeadersRequest>(),
+        K::IncrementalAlterConfigs => of::<IncrementalAlterConfigsRequest>(),
+        K::AlterPartitionReassignments => of::<AlterPartitionReassignmentsRequest>(),
+        K::ListPartitionReassignments => of::<ListPartitionReassignmentsRequest>(),
+        K::OffsetDelete => of::<OffsetDeleteRequest>(),
+        K::DescribeProducers => of::<DescribeProducersRequest>(),
+        K::DescribeTopicPartitions => of::<DescribeTopicPartitionsRequest>(),
+        K::ShareFetch => of::<ShareFetchRequest>(),
+        K::ShareAcknowledge => of::<ShareAcknowledgeRequest>(),
+        K::DescribeShareGroupOffsets => of::<DescribeShareGroupOffsetsRequest>(),
+        K::AlterShareGroupOffsets => of::<AlterShareGroupOffsetsRequest>(),
+        K::DeleteShareGroupOffsets => of::<DeleteShareGroupOffsetsRequest>(),
         _ => return None,
     })
 }
@@ -62,8 +82,8 @@ pub(super) fn dispatch(
     version: i16,
     keep: &mut dyn FnMut(&str) -> bool,
 ) -> Result<Policed, String> {
-    match judge_fn(at.api) {
-        Some(judge) => judge(at, body, version, keep),
+    match entry(at.api) {
+        Some((judge, _)) => judge(at, body, version, keep),
         None => Ok(Policed::Forward),
     }
 }
@@ -80,7 +100,10 @@ macro_rules! by_partition {
     ) => {
         impl Topics for $req {
             type Response = $resp;
-            $(const SPLIT: bool = $split;)?
+            $(
+                const SPLIT: bool = $split;
+                const HANDLING: Handling = if $split { Handling::PerTopic } else { Handling::Whole };
+            )?
             $(
                 /// Batched (v4, brokers' verification): refused whole.
                 fn names_every_topic(&self) -> bool {
@@ -280,6 +303,7 @@ macro_rules! whole {
         impl Topics for $req {
             type Response = $resp;
             const SPLIT: bool = false;
+            const HANDLING: Handling = Handling::Whole;
             fn names(&self) -> Vec<&str> {
                 Vec::new()
             }

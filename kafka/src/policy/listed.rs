@@ -5,7 +5,7 @@
 
 use kafka_protocol::messages::*;
 
-use super::Topics;
+use super::{Handling, Topics};
 
 fn name_of(name: &Option<TopicName>) -> &str {
     name.as_ref().map_or("", |n| n.as_str())
@@ -13,6 +13,7 @@ fn name_of(name: &Option<TopicName>) -> &str {
 
 impl Topics for MetadataRequest {
     type Response = MetadataResponse;
+    const HANDLING: Handling = Handling::Listed;
     fn names(&self) -> Vec<&str> {
         self.topics
             .iter()
@@ -52,6 +53,7 @@ impl Topics for MetadataRequest {
 
 impl Topics for OffsetFetchRequest {
     type Response = OffsetFetchResponse;
+    const HANDLING: Handling = Handling::Listed;
     fn names(&self) -> Vec<&str> {
         let single = self.topics.iter().flatten().map(|t| t.name.as_str());
         let groups = self

@@ -35,9 +35,11 @@ impl TopicPolicy {
         self.policy.allows_every_topic(op, client)
     }
 
-    /// Whether `client` may do `op` on `topic`.
+    /// Whether `client` may do `op` on `topic`. A topic named by id only
+    /// comes as "" (no topic has that name): refused, so it passes only
+    /// where the operation is allowed on every topic ([`Self::open_for`]).
     pub(crate) fn allows(&self, op: Operation, topic: &str, client: &str) -> bool {
-        self.policy.decide(op, topic, client).allowed()
+        !topic.is_empty() && self.policy.decide(op, topic, client).allowed()
     }
 }
 
@@ -81,5 +83,10 @@ mod tests {
         assert!(by_client.open_for(Operation::Produce, "billing"));
         assert!(!by_client.open_for(Operation::Produce, "guest-1"));
         assert!(!by_client.allows(Operation::Produce, "orders", "guest-1"));
+        assert!(by_client.allows(Operation::Produce, "orders", "billing"));
+        assert!(
+            !by_client.allows(Operation::Produce, "", "billing"),
+            "by id"
+        );
     }
 }
