@@ -100,6 +100,11 @@ where
                     Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
                 }
+                if merged.header.api_key == METADATA
+                    && let Some(ip) = told.take()
+                {
+                    cluster.signals.told_brokers(ip);
+                }
             }
             Answer::Upstream(header) => {
                 let header = *header;
