@@ -124,6 +124,11 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     fn names_every_topic(&self) -> bool {
         false
     }
+    /// Whether it names something besides topics (a broker's configs),
+    /// which goes on even when every topic is denied.
+    fn names_others(&self) -> bool {
+        false
+    }
     /// Keeps the topics `keep` allows (called once per name, in the order
     /// of [`Topics::names`]); what names no topic stays when `others`.
     fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, others: bool);
@@ -227,7 +232,7 @@ impl Request<'_> {
         if denied == 0 && !hide {
             return Ok(Policed::Forward);
         }
-        let every = denied == verdicts.len() && !hide;
+        let every = denied == verdicts.len() && !hide && !request.names_others();
         if denied > 0 && (!T::SPLIT || every && request.answered_whole(version)) {
             return Ok(Policed::Answer {
                 frame: self.answer(&request, version)?,

@@ -265,6 +265,11 @@ macro_rules! configs {
                     .map(|r| r.resource_name.as_str())
                     .collect()
             }
+            fn names_others(&self) -> bool {
+                self.resources
+                    .iter()
+                    .any(|r| r.resource_type != TOPIC_RESOURCE)
+            }
             fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, others: bool) {
                 self.resources.retain(|r| {
                     if r.resource_type == TOPIC_RESOURCE {

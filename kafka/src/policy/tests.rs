@@ -237,6 +237,21 @@ fn configs_police_only_topic_resources() {
         .map(|r| (r.resource_name.as_str(), r.error_code))
         .collect();
     assert_eq!(refused, [("no-t", 29)]);
+
+    // Every topic denied, a broker resource beside them: the broker's
+    // part still goes on.
+    r.resources.remove(2);
+    let frame = encode::request(ApiKey::DescribeConfigs, 4, 1, "c", &r).unwrap();
+    let Policed::Split {
+        request: Some(sent),
+        ..
+    } = police_frame(&frame)
+    else {
+        panic!("split, not answered whole");
+    };
+    let forwarded: DescribeConfigsRequest = body(&sent, ApiKey::DescribeConfigs, 4, true);
+    assert_eq!(forwarded.resources.len(), 1);
+    assert_eq!(forwarded.resources[0].resource_name.as_str(), "broker-1");
 }
 
 fn metadata_response(names: &[&str]) -> MetadataResponse {
