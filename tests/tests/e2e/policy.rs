@@ -1,7 +1,9 @@
-//! A topic policy with librdkafka against tansu through the proxy: one
-//! batch to an allowed and a denied topic gets per-topic results, Metadata
-//! hides the denied topic, and a consumer group on it gets
-//! TOPIC_AUTHORIZATION_FAILED.
+//! A topic policy as two client libraries see it (librdkafka through
+//! confluent-kafka, and kafka-python) against tansu through the proxy: a
+//! message to an allowed and one to a denied topic get per-topic results,
+//! Metadata hides the denied topic, a consumer group on it gets
+//! TOPIC_AUTHORIZATION_FAILED; and one Produce request naming both is
+//! split, with a result per topic.
 
 use std::time::Duration;
 
@@ -24,8 +26,9 @@ const POLICY: &str = "    filters:
               topics: [secret]
 ";
 
-#[test]
-fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
+/// tansu with `keep` and `secret`, and the proxy in front with [`POLICY`]:
+/// the bootstrap address.
+fn policed() -> (Tansu, Proxy, String) {
     let tansu = Tansu::start();
     tansu.create_topic("keep", 1);
     tansu.create_topic("secret", 1);
@@ -37,6 +40,12 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
     );
     let proxy = Proxy::start(&config);
     let bootstrap = format!("127.0.0.1:{base}");
+    (tansu, proxy, bootstrap)
+}
+
+#[test]
+fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
+    let (_tansu, proxy, bootstrap) = policed();
     let report = python::run_json(
         "policy.py",
         &[&bootstrap, "keep", "secret"],
@@ -91,6 +100,27 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
     assert_eq!(
         proxy.metric("sluice_policy_denied_total{cluster=\"edge\",operation=\"produce\"}"),
         1.0
+    );
+    proxy.assert_clean_logs();
+}
+
+#[test]
+fn kafka_python_sees_the_same() {
+    let (_tansu, proxy, bootstrap) = policed();
+    let report = python::run_json(
+        "policy_kafka_python.py",
+        &[&bootstrap, "keep", "secret"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(report["delivered"]["keep"]["ok"], true, "{report}");
+    assert_eq!(
+        report["delivered"]["secret"]["name"], "TopicAuthorizationFailedError",
+        "{report}"
+    );
+    assert_eq!(report["listed"], serde_json::json!(["keep"]), "{report}");
+    assert_eq!(
+        report["consumer_error"], "TopicAuthorizationFailedError",
+        "{report}"
     );
     proxy.assert_clean_logs();
 }
