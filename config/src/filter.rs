@@ -12,6 +12,9 @@ use crate::read::Cx;
 use crate::yaml::{Mark, Node};
 
 pub mod deny_apis;
+pub(crate) mod topic_policy;
+
+use crate::policy::{self, TopicPolicy};
 
 /// A configured filter, compared by value: two configurations that name the
 /// same filters with the same settings have equal specs.
@@ -22,6 +25,8 @@ pub enum FilterSpec {
         /// The denied API keys.
         apis: BTreeSet<i16>,
     },
+    /// `topic-policy`: who may do what on which topic.
+    TopicPolicy(TopicPolicy),
 }
 
 impl FilterSpec {
@@ -29,6 +34,7 @@ impl FilterSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             FilterSpec::DenyApis { .. } => deny_apis::NAME,
+            FilterSpec::TopicPolicy(_) => topic_policy::NAME,
         }
     }
 
@@ -37,6 +43,7 @@ impl FilterSpec {
     pub fn decoded_apis(&self) -> Vec<i16> {
         match self {
             FilterSpec::DenyApis { apis } => apis.iter().copied().collect(),
+            FilterSpec::TopicPolicy(_) => policy::API_OPERATIONS.iter().map(|(k, _)| *k).collect(),
         }
     }
 }
@@ -49,6 +56,8 @@ pub(crate) type BuildFn = fn(&mut Cx<'_>, Option<&Node>, &str, Mark) -> Option<F
 pub(crate) struct FilterKind {
     name: &'static str,
     build: BuildFn,
+    /// At most one filter of this type per cluster.
+    single: bool,
 }
 
 impl FilterKind {
@@ -62,13 +71,31 @@ impl FilterKind {
     ) -> Option<FilterSpec> {
         (self.build)(cx, config, path, mark)
     }
+
+    /// Its name, as written in `type`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether a cluster may name it at most once.
+    pub(crate) fn single(&self) -> bool {
+        self.single
+    }
 }
 
 /// Every filter type, by name.
-const REGISTRY: &[FilterKind] = &[FilterKind {
-    name: deny_apis::NAME,
-    build: deny_apis::build,
-}];
+const REGISTRY: &[FilterKind] = &[
+    FilterKind {
+        name: deny_apis::NAME,
+        build: deny_apis::build,
+        single: false,
+    },
+    FilterKind {
+        name: topic_policy::NAME,
+        build: topic_policy::build,
+        single: true,
+    },
+];
 
 /// The filter type called `name`.
 pub(crate) fn kind(name: &str) -> Option<&'static FilterKind> {

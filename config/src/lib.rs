@@ -23,6 +23,7 @@
 //! - [`files`]: where referenced files are read from
 //! - [`diff`]: what changes between two configurations
 //! - [`filter`]: filter specifications and their validation
+//! - [`policy`]: the topic policy's rules and its per-topic decision
 //! - [`apis`]: every Kafka API by key and name, and what the proxy does with it
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -37,6 +38,7 @@ pub mod files;
 pub mod filter;
 mod listeners;
 pub mod model;
+pub mod policy;
 mod read;
 pub mod referenced;
 pub mod sasl;

@@ -167,7 +167,7 @@ fn produce_acks(frame: &[u8], version: i16) -> Option<i16> {
     b.try_get_i16().ok()
 }
 
-fn skip_tagged_fields(b: &mut &[u8]) -> Option<()> {
+pub(crate) fn skip_tagged_fields(b: &mut &[u8]) -> Option<()> {
     let count = read_uvarint(b)?;
     for _ in 0..count {
         let _tag = read_uvarint(b)?;
@@ -177,7 +177,7 @@ fn skip_tagged_fields(b: &mut &[u8]) -> Option<()> {
     Some(())
 }
 
-fn read_uvarint(b: &mut &[u8]) -> Option<u64> {
+pub(crate) fn read_uvarint(b: &mut &[u8]) -> Option<u64> {
     let mut value = 0u64;
     for shift in (0..35).step_by(7) {
         let byte = b.try_get_u8().ok()?;
@@ -189,7 +189,7 @@ fn read_uvarint(b: &mut &[u8]) -> Option<u64> {
     None
 }
 
-trait AdvanceChecked {
+pub(crate) trait AdvanceChecked {
     fn advance_checked(&mut self, n: usize) -> Option<()>;
 }
 

@@ -11,6 +11,7 @@
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
+//! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,6 +20,7 @@ pub use codec::{MAX_TRAILING_BYTES, decode};
 pub mod deny;
 pub mod encode;
 pub mod frame;
+pub mod policy;
 pub mod rewrite;
 mod splice;
 pub mod streamed;

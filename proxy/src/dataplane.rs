@@ -33,6 +33,7 @@ mod inflight;
 pub(crate) mod listener;
 pub(crate) mod live;
 mod lookup;
+mod merged;
 mod patience;
 mod pool;
 mod requests;

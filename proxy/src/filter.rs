@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sluice_config::filter::FilterSpec;
 
 mod deny_apis;
+pub(crate) mod topic_policy;
 
 /// What a filter sees of a request: its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +37,11 @@ pub(crate) trait Filter: fmt::Debug + Send + Sync {
     fn on_request(&self, request: &RequestHead) -> Verdict;
 }
 
-/// The running filter for a spec.
-pub(crate) fn build(spec: &FilterSpec) -> Arc<dyn Filter> {
+/// The running header filter for a spec; `None` for a filter that is not
+/// one (the topic policy has its own place in the chain).
+pub(crate) fn build(spec: &FilterSpec) -> Option<Arc<dyn Filter>> {
     match spec {
-        FilterSpec::DenyApis { apis } => Arc::new(deny_apis::DenyApis::new(apis.clone())),
+        FilterSpec::DenyApis { apis } => Some(Arc::new(deny_apis::DenyApis::new(apis.clone()))),
+        FilterSpec::TopicPolicy(_) => None,
     }
 }

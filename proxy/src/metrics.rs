@@ -50,6 +50,16 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
+/// `cluster` and `operation` labels (a topic policy's operations: a
+/// fixed set).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct OperationLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// The operation, e.g. `produce`.
+    pub operation: &'static str,
+}
+
 /// Every metric family of the data plane.
 #[derive(Debug, Default, Clone)]
 struct Families {
@@ -61,6 +71,7 @@ struct Families {
     requests: Family<ApiLabels, Counter>,
     rewrites: Family<ApiLabels, Counter>,
     denied: Family<ApiLabels, Counter>,
+    policy_denied: Family<OperationLabels, Counter>,
     upstream_connect_failures: Family<ClusterLabel, Counter>,
     connections_closed_on_error: Family<ReasonLabels, Counter>,
     unknown_nodes: Family<ClusterLabel, Counter>,
@@ -284,6 +295,16 @@ impl ClusterMetrics {
         self.families.denied.get_or_create(&self.api(api)).inc();
     }
 
+    /// Counts `topics` topics a topic policy refused `operation` on.
+    pub(crate) fn policy_denied(&self, operation: &'static str, topics: usize) {
+        let labels = OperationLabels {
+            cluster: self.name.clone(),
+            operation,
+        };
+        let family = &self.families.policy_denied;
+        family.get_or_create(&labels).inc_by(topics as u64);
+    }
+
     /// Counts a connection refused at once.
     pub fn rejected(&self, reason: &'static str) {
         let labels = ReasonLabels {
@@ -360,6 +381,11 @@ impl Families {
             "denied_requests",
             "Requests answered by a filter with an error",
             self.denied.clone(),
+        );
+        r.register(
+            "policy_denied",
+            "Topics a topic policy refused, one per topic of each request (operation: produce, consume, describe, create, delete, alter, describe-configs, alter-configs); never counted as errors in the client signals",
+            self.policy_denied.clone(),
         );
         r.register(
             "upstream_connect_failures",

@@ -75,6 +75,14 @@ fn value(
             }
         }
         Ty::Struct(schema) => message(schema, version, e, out),
+        Ty::OptionStruct(schema) => {
+            if full || e.below(2) == 0 {
+                out.push(1);
+                message(schema, version, e, out);
+            } else {
+                out.push(0xff);
+            }
+        }
     }
 }
 

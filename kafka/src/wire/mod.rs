@@ -45,6 +45,8 @@ pub(crate) enum Ty {
     Array(&'static Ty),
     /// A nested structure, at the same version.
     Struct(&'static Schema),
+    /// A nested structure behind a presence byte (1: present).
+    OptionStruct(&'static Schema),
 }
 
 /// A field and the versions that have it.
@@ -374,6 +376,10 @@ impl Walk<'_> {
             }
             Ty::Array(element) => self.array(element, version, flexible),
             Ty::Struct(schema) => self.schema(schema, version),
+            Ty::OptionStruct(schema) => match self.take(1)?[0] {
+                1 => self.schema(schema, version),
+                _ => Ok(()),
+            },
         }
     }
 

@@ -1161,6 +1161,1977 @@ pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG: Schema = S
     tagged: &[],
 };
 
+/// `ProduceRequest`.
+pub(super) static PRODUCE_REQUEST: Schema = Schema {
+    name: "ProduceRequest",
+    versions: (3, 13),
+    flexible: 9,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::String),
+        field("acks", 0, MAX, Ty::Fixed(2)),
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("topic_data", 0, MAX, Ty::Array(&Ty::Struct(&PRODUCE_REQUEST_TOPIC_PRODUCE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicProduceData`.
+pub(super) static PRODUCE_REQUEST_TOPIC_PRODUCE_DATA: Schema = Schema {
+    name: "TopicProduceData",
+    versions: (3, 13),
+    flexible: 9,
+    fields: &[
+        field("name", 0, 12, Ty::String),
+        field("topic_id", 13, MAX, Ty::Fixed(16)),
+        field("partition_data", 0, MAX, Ty::Array(&Ty::Struct(&PRODUCE_REQUEST_PARTITION_PRODUCE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionProduceData`.
+pub(super) static PRODUCE_REQUEST_PARTITION_PRODUCE_DATA: Schema = Schema {
+    name: "PartitionProduceData",
+    versions: (3, 13),
+    flexible: 9,
+    fields: &[
+        field("index", 0, MAX, Ty::Fixed(4)),
+        field("records", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `FetchRequest`.
+pub(super) static FETCH_REQUEST: Schema = Schema {
+    name: "FetchRequest",
+    versions: (4, 18),
+    flexible: 12,
+    fields: &[
+        field("replica_id", 0, 14, Ty::Fixed(4)),
+        field("max_wait_ms", 0, MAX, Ty::Fixed(4)),
+        field("min_bytes", 0, MAX, Ty::Fixed(4)),
+        field("max_bytes", 0, MAX, Ty::Fixed(4)),
+        field("isolation_level", 0, MAX, Ty::Fixed(1)),
+        field("session_id", 7, MAX, Ty::Fixed(4)),
+        field("session_epoch", 7, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_REQUEST_FETCH_TOPIC))),
+        field("forgotten_topics_data", 7, MAX, Ty::Array(&Ty::Struct(&FETCH_REQUEST_FORGOTTEN_TOPIC))),
+        field("rack_id", 11, MAX, Ty::String),
+    ],
+    tagged: &[
+        tagged(0, "cluster_id", 0, MAX, Ty::String),
+        tagged(1, "replica_state", 15, MAX, Ty::Struct(&FETCH_REQUEST_REPLICA_STATE)),
+    ],
+};
+
+/// `ReplicaState`.
+pub(super) static FETCH_REQUEST_REPLICA_STATE: Schema = Schema {
+    name: "ReplicaState",
+    versions: (4, 18),
+    flexible: 12,
+    fields: &[
+        field("replica_id", 15, MAX, Ty::Fixed(4)),
+        field("replica_epoch", 15, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `ForgottenTopic`.
+pub(super) static FETCH_REQUEST_FORGOTTEN_TOPIC: Schema = Schema {
+    name: "ForgottenTopic",
+    versions: (4, 18),
+    flexible: 12,
+    fields: &[
+        field("topic", 7, 12, Ty::String),
+        field("topic_id", 13, MAX, Ty::Fixed(16)),
+        field("partitions", 7, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `FetchTopic`.
+pub(super) static FETCH_REQUEST_FETCH_TOPIC: Schema = Schema {
+    name: "FetchTopic",
+    versions: (4, 18),
+    flexible: 12,
+    fields: &[
+        field("topic", 0, 12, Ty::String),
+        field("topic_id", 13, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_REQUEST_FETCH_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `FetchPartition`.
+pub(super) static FETCH_REQUEST_FETCH_PARTITION: Schema = Schema {
+    name: "FetchPartition",
+    versions: (4, 18),
+    flexible: 12,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("current_leader_epoch", 9, MAX, Ty::Fixed(4)),
+        field("fetch_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_fetched_epoch", 12, MAX, Ty::Fixed(4)),
+        field("log_start_offset", 5, MAX, Ty::Fixed(8)),
+        field("partition_max_bytes", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[
+        tagged(0, "replica_directory_id", 17, MAX, Ty::Fixed(16)),
+        tagged(1, "high_watermark", 18, MAX, Ty::Fixed(8)),
+    ],
+};
+
+/// `ListOffsetsRequest`.
+pub(super) static LIST_OFFSETS_REQUEST: Schema = Schema {
+    name: "ListOffsetsRequest",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("replica_id", 0, MAX, Ty::Fixed(4)),
+        field("isolation_level", 2, MAX, Ty::Fixed(1)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_REQUEST_LIST_OFFSETS_TOPIC))),
+        field("timeout_ms", 10, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `ListOffsetsTopic`.
+pub(super) static LIST_OFFSETS_REQUEST_LIST_OFFSETS_TOPIC: Schema = Schema {
+    name: "ListOffsetsTopic",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_REQUEST_LIST_OFFSETS_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `ListOffsetsPartition`.
+pub(super) static LIST_OFFSETS_REQUEST_LIST_OFFSETS_PARTITION: Schema = Schema {
+    name: "ListOffsetsPartition",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("current_leader_epoch", 4, MAX, Ty::Fixed(4)),
+        field("timestamp", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `ListOffsetsResponse`.
+pub(super) static LIST_OFFSETS_RESPONSE: Schema = Schema {
+    name: "ListOffsetsResponse",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("throttle_time_ms", 2, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_RESPONSE_LIST_OFFSETS_TOPIC_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `ListOffsetsTopicResponse`.
+pub(super) static LIST_OFFSETS_RESPONSE_LIST_OFFSETS_TOPIC_RESPONSE: Schema = Schema {
+    name: "ListOffsetsTopicResponse",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_RESPONSE_LIST_OFFSETS_PARTITION_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `ListOffsetsPartitionResponse`.
+pub(super) static LIST_OFFSETS_RESPONSE_LIST_OFFSETS_PARTITION_RESPONSE: Schema = Schema {
+    name: "ListOffsetsPartitionResponse",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("timestamp", 0, MAX, Ty::Fixed(8)),
+        field("offset", 0, MAX, Ty::Fixed(8)),
+        field("leader_epoch", 4, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `MetadataRequest`.
+pub(super) static METADATA_REQUEST: Schema = Schema {
+    name: "MetadataRequest",
+    versions: (0, 13),
+    flexible: 9,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_REQUEST_METADATA_REQUEST_TOPIC))),
+        field("allow_auto_topic_creation", 4, MAX, Ty::Fixed(1)),
+        field("include_cluster_authorized_operations", 8, 10, Ty::Fixed(1)),
+        field("include_topic_authorized_operations", 8, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `MetadataRequestTopic`.
+pub(super) static METADATA_REQUEST_METADATA_REQUEST_TOPIC: Schema = Schema {
+    name: "MetadataRequestTopic",
+    versions: (0, 13),
+    flexible: 9,
+    fields: &[
+        field("topic_id", 10, MAX, Ty::Fixed(16)),
+        field("name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitRequest`.
+pub(super) static OFFSET_COMMIT_REQUEST: Schema = Schema {
+    name: "OffsetCommitRequest",
+    versions: (2, 9),
+    flexible: 8,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("generation_id_or_member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 7, MAX, Ty::String),
+        field("retention_time_ms", 0, 4, Ty::Fixed(8)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitRequestTopic`.
+pub(super) static OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_TOPIC: Schema = Schema {
+    name: "OffsetCommitRequestTopic",
+    versions: (2, 9),
+    flexible: 8,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitRequestPartition`.
+pub(super) static OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_PARTITION: Schema = Schema {
+    name: "OffsetCommitRequestPartition",
+    versions: (2, 9),
+    flexible: 8,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("committed_offset", 0, MAX, Ty::Fixed(8)),
+        field("committed_leader_epoch", 6, MAX, Ty::Fixed(4)),
+        field("committed_metadata", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitResponse`.
+pub(super) static OFFSET_COMMIT_RESPONSE: Schema = Schema {
+    name: "OffsetCommitResponse",
+    versions: (2, 10),
+    flexible: 8,
+    fields: &[
+        field("throttle_time_ms", 3, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitResponseTopic`.
+pub(super) static OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_TOPIC: Schema = Schema {
+    name: "OffsetCommitResponseTopic",
+    versions: (2, 10),
+    flexible: 8,
+    fields: &[
+        field("name", 0, 9, Ty::String),
+        field("topic_id", 10, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetCommitResponsePartition`.
+pub(super) static OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_PARTITION: Schema = Schema {
+    name: "OffsetCommitResponsePartition",
+    versions: (2, 10),
+    flexible: 8,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchRequest`.
+pub(super) static OFFSET_FETCH_REQUEST: Schema = Schema {
+    name: "OffsetFetchRequest",
+    versions: (1, 9),
+    flexible: 6,
+    fields: &[
+        field("group_id", 0, 7, Ty::String),
+        field("topics", 0, 7, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPIC))),
+        field("groups", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_GROUP))),
+        field("require_stable", 7, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchRequestGroup`.
+pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_GROUP: Schema = Schema {
+    name: "OffsetFetchRequestGroup",
+    versions: (1, 9),
+    flexible: 6,
+    fields: &[
+        field("group_id", 8, MAX, Ty::String),
+        field("member_id", 9, MAX, Ty::String),
+        field("member_epoch", 9, MAX, Ty::Fixed(4)),
+        field("topics", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPICS))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchRequestTopics`.
+pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPICS: Schema = Schema {
+    name: "OffsetFetchRequestTopics",
+    versions: (1, 9),
+    flexible: 6,
+    fields: &[
+        field("name", 8, MAX, Ty::String),
+        field("partition_indexes", 8, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchRequestTopic`.
+pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPIC: Schema = Schema {
+    name: "OffsetFetchRequestTopic",
+    versions: (1, 9),
+    flexible: 6,
+    fields: &[
+        field("name", 0, 7, Ty::String),
+        field("partition_indexes", 0, 7, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponse`.
+pub(super) static OFFSET_FETCH_RESPONSE: Schema = Schema {
+    name: "OffsetFetchResponse",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("throttle_time_ms", 3, MAX, Ty::Fixed(4)),
+        field("topics", 0, 7, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPIC))),
+        field("error_code", 2, 7, Ty::Fixed(2)),
+        field("groups", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponseGroup`.
+pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_GROUP: Schema = Schema {
+    name: "OffsetFetchResponseGroup",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("group_id", 8, MAX, Ty::String),
+        field("topics", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPICS))),
+        field("error_code", 8, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponseTopics`.
+pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPICS: Schema = Schema {
+    name: "OffsetFetchResponseTopics",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("name", 8, 9, Ty::String),
+        field("topic_id", 10, MAX, Ty::Fixed(16)),
+        field("partitions", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponsePartitions`.
+pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITIONS: Schema = Schema {
+    name: "OffsetFetchResponsePartitions",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("partition_index", 8, MAX, Ty::Fixed(4)),
+        field("committed_offset", 8, MAX, Ty::Fixed(8)),
+        field("committed_leader_epoch", 8, MAX, Ty::Fixed(4)),
+        field("metadata", 8, MAX, Ty::String),
+        field("error_code", 8, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponseTopic`.
+pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPIC: Schema = Schema {
+    name: "OffsetFetchResponseTopic",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("name", 0, 7, Ty::String),
+        field("partitions", 0, 7, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetFetchResponsePartition`.
+pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITION: Schema = Schema {
+    name: "OffsetFetchResponsePartition",
+    versions: (1, 10),
+    flexible: 6,
+    fields: &[
+        field("partition_index", 0, 7, Ty::Fixed(4)),
+        field("committed_offset", 0, 7, Ty::Fixed(8)),
+        field("committed_leader_epoch", 5, 7, Ty::Fixed(4)),
+        field("metadata", 0, 7, Ty::String),
+        field("error_code", 0, 7, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `CreateTopicsResponse`.
+pub(super) static CREATE_TOPICS_RESPONSE: Schema = Schema {
+    name: "CreateTopicsResponse",
+    versions: (2, 7),
+    flexible: 5,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `CreatableTopicResult`.
+pub(super) static CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_RESULT: Schema = Schema {
+    name: "CreatableTopicResult",
+    versions: (2, 7),
+    flexible: 5,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("topic_id", 7, MAX, Ty::Fixed(16)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("num_partitions", 5, MAX, Ty::Fixed(4)),
+        field("replication_factor", 5, MAX, Ty::Fixed(2)),
+        field("configs", 5, MAX, Ty::Array(&Ty::Struct(&CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_CONFIGS))),
+    ],
+    tagged: &[
+        tagged(0, "topic_config_error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+};
+
+/// `CreatableTopicConfigs`.
+pub(super) static CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_CONFIGS: Schema = Schema {
+    name: "CreatableTopicConfigs",
+    versions: (2, 7),
+    flexible: 5,
+    fields: &[
+        field("name", 5, MAX, Ty::String),
+        field("value", 5, MAX, Ty::String),
+        field("read_only", 5, MAX, Ty::Fixed(1)),
+        field("config_source", 5, MAX, Ty::Fixed(1)),
+        field("is_sensitive", 5, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteTopicsResponse`.
+pub(super) static DELETE_TOPICS_RESPONSE: Schema = Schema {
+    name: "DeleteTopicsResponse",
+    versions: (1, 6),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_TOPICS_RESPONSE_DELETABLE_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeletableTopicResult`.
+pub(super) static DELETE_TOPICS_RESPONSE_DELETABLE_TOPIC_RESULT: Schema = Schema {
+    name: "DeletableTopicResult",
+    versions: (1, 6),
+    flexible: 4,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("topic_id", 6, MAX, Ty::Fixed(16)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 5, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteRecordsResponse`.
+pub(super) static DELETE_RECORDS_RESPONSE: Schema = Schema {
+    name: "DeleteRecordsResponse",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_RECORDS_RESPONSE_DELETE_RECORDS_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteRecordsTopicResult`.
+pub(super) static DELETE_RECORDS_RESPONSE_DELETE_RECORDS_TOPIC_RESULT: Schema = Schema {
+    name: "DeleteRecordsTopicResult",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_RECORDS_RESPONSE_DELETE_RECORDS_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteRecordsPartitionResult`.
+pub(super) static DELETE_RECORDS_RESPONSE_DELETE_RECORDS_PARTITION_RESULT: Schema = Schema {
+    name: "DeleteRecordsPartitionResult",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("low_watermark", 0, MAX, Ty::Fixed(8)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetForLeaderEpochRequest`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_REQUEST: Schema = Schema {
+    name: "OffsetForLeaderEpochRequest",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("replica_id", 3, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetForLeaderTopic`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_TOPIC: Schema = Schema {
+    name: "OffsetForLeaderTopic",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetForLeaderPartition`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_PARTITION: Schema = Schema {
+    name: "OffsetForLeaderPartition",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("current_leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetForLeaderEpochResponse`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_RESPONSE: Schema = Schema {
+    name: "OffsetForLeaderEpochResponse",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_RESPONSE_OFFSET_FOR_LEADER_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetForLeaderTopicResult`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_RESPONSE_OFFSET_FOR_LEADER_TOPIC_RESULT: Schema = Schema {
+    name: "OffsetForLeaderTopicResult",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_RESPONSE_EPOCH_END_OFFSET))),
+    ],
+    tagged: &[],
+};
+
+/// `EpochEndOffset`.
+pub(super) static OFFSET_FOR_LEADER_EPOCH_RESPONSE_EPOCH_END_OFFSET: Schema = Schema {
+    name: "EpochEndOffset",
+    versions: (2, 4),
+    flexible: 4,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("end_offset", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnRequest`.
+pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST: Schema = Schema {
+    name: "AddPartitionsToTxnRequest",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("transactions", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TRANSACTION))),
+        field("v3_and_below_transactional_id", 0, 3, Ty::String),
+        field("v3_and_below_producer_id", 0, 3, Ty::Fixed(8)),
+        field("v3_and_below_producer_epoch", 0, 3, Ty::Fixed(2)),
+        field("v3_and_below_topics", 0, 3, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnTopic`.
+pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TOPIC: Schema = Schema {
+    name: "AddPartitionsToTxnTopic",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnTransaction`.
+pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TRANSACTION: Schema = Schema {
+    name: "AddPartitionsToTxnTransaction",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("transactional_id", 4, MAX, Ty::String),
+        field("producer_id", 4, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 4, MAX, Ty::Fixed(2)),
+        field("verify_only", 4, MAX, Ty::Fixed(1)),
+        field("topics", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnResponse`.
+pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE: Schema = Schema {
+    name: "AddPartitionsToTxnResponse",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 4, MAX, Ty::Fixed(2)),
+        field("results_by_transaction", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_RESULT))),
+        field("results_by_topic_v3_and_below", 0, 3, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnTopicResult`.
+pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT: Schema = Schema {
+    name: "AddPartitionsToTxnTopicResult",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("results_by_partition", 0, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnPartitionResult`.
+pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_PARTITION_RESULT: Schema = Schema {
+    name: "AddPartitionsToTxnPartitionResult",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("partition_error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `AddPartitionsToTxnResult`.
+pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_RESULT: Schema = Schema {
+    name: "AddPartitionsToTxnResult",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("transactional_id", 4, MAX, Ty::String),
+        field("topic_results", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `WriteTxnMarkersRequest`.
+pub(super) static WRITE_TXN_MARKERS_REQUEST: Schema = Schema {
+    name: "WriteTxnMarkersRequest",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("markers", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_REQUEST_WRITABLE_TXN_MARKER))),
+    ],
+    tagged: &[],
+};
+
+/// `WritableTxnMarker`.
+pub(super) static WRITE_TXN_MARKERS_REQUEST_WRITABLE_TXN_MARKER: Schema = Schema {
+    name: "WritableTxnMarker",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("transaction_result", 0, MAX, Ty::Fixed(1)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_REQUEST_WRITABLE_TXN_MARKER_TOPIC))),
+        field("coordinator_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `WritableTxnMarkerTopic`.
+pub(super) static WRITE_TXN_MARKERS_REQUEST_WRITABLE_TXN_MARKER_TOPIC: Schema = Schema {
+    name: "WritableTxnMarkerTopic",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `WriteTxnMarkersResponse`.
+pub(super) static WRITE_TXN_MARKERS_RESPONSE: Schema = Schema {
+    name: "WriteTxnMarkersResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("markers", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `WritableTxnMarkerResult`.
+pub(super) static WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_RESULT: Schema = Schema {
+    name: "WritableTxnMarkerResult",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `WritableTxnMarkerTopicResult`.
+pub(super) static WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_TOPIC_RESULT: Schema = Schema {
+    name: "WritableTxnMarkerTopicResult",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `WritableTxnMarkerPartitionResult`.
+pub(super) static WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_PARTITION_RESULT: Schema = Schema {
+    name: "WritableTxnMarkerPartitionResult",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitRequest`.
+pub(super) static TXN_OFFSET_COMMIT_REQUEST: Schema = Schema {
+    name: "TxnOffsetCommitRequest",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::String),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("generation_id", 3, MAX, Ty::Fixed(4)),
+        field("member_id", 3, MAX, Ty::String),
+        field("group_instance_id", 3, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitRequestTopic`.
+pub(super) static TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_TOPIC: Schema = Schema {
+    name: "TxnOffsetCommitRequestTopic",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitRequestPartition`.
+pub(super) static TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_PARTITION: Schema = Schema {
+    name: "TxnOffsetCommitRequestPartition",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("committed_offset", 0, MAX, Ty::Fixed(8)),
+        field("committed_leader_epoch", 2, MAX, Ty::Fixed(4)),
+        field("committed_metadata", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitResponse`.
+pub(super) static TXN_OFFSET_COMMIT_RESPONSE: Schema = Schema {
+    name: "TxnOffsetCommitResponse",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitResponseTopic`.
+pub(super) static TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_TOPIC: Schema = Schema {
+    name: "TxnOffsetCommitResponseTopic",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `TxnOffsetCommitResponsePartition`.
+pub(super) static TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_PARTITION: Schema = Schema {
+    name: "TxnOffsetCommitResponsePartition",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsRequest`.
+pub(super) static DESCRIBE_CONFIGS_REQUEST: Schema = Schema {
+    name: "DescribeConfigsRequest",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CONFIGS_REQUEST_DESCRIBE_CONFIGS_RESOURCE))),
+        field("include_synonyms", 0, MAX, Ty::Fixed(1)),
+        field("include_documentation", 3, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsResource`.
+pub(super) static DESCRIBE_CONFIGS_REQUEST_DESCRIBE_CONFIGS_RESOURCE: Schema = Schema {
+    name: "DescribeConfigsResource",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("configuration_keys", 0, MAX, Ty::Array(&Ty::String)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsResponse`.
+pub(super) static DESCRIBE_CONFIGS_RESPONSE: Schema = Schema {
+    name: "DescribeConfigsResponse",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsResult`.
+pub(super) static DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESULT: Schema = Schema {
+    name: "DescribeConfigsResult",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("configs", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESOURCE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsResourceResult`.
+pub(super) static DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESOURCE_RESULT: Schema = Schema {
+    name: "DescribeConfigsResourceResult",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("value", 0, MAX, Ty::String),
+        field("read_only", 0, MAX, Ty::Fixed(1)),
+        field("config_source", 0, MAX, Ty::Fixed(1)),
+        field("is_sensitive", 0, MAX, Ty::Fixed(1)),
+        field("synonyms", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_SYNONYM))),
+        field("config_type", 3, MAX, Ty::Fixed(1)),
+        field("documentation", 3, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeConfigsSynonym`.
+pub(super) static DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_SYNONYM: Schema = Schema {
+    name: "DescribeConfigsSynonym",
+    versions: (1, 4),
+    flexible: 4,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("value", 0, MAX, Ty::String),
+        field("source", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterConfigsResponse`.
+pub(super) static ALTER_CONFIGS_RESPONSE: Schema = Schema {
+    name: "AlterConfigsResponse",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterConfigsResourceResponse`.
+pub(super) static ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESPONSE: Schema = Schema {
+    name: "AlterConfigsResourceResponse",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDirsRequest`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_REQUEST: Schema = Schema {
+    name: "AlterReplicaLogDirsRequest",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("dirs", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_REPLICA_LOG_DIRS_REQUEST_ALTER_REPLICA_LOG_DIR))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDir`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_REQUEST_ALTER_REPLICA_LOG_DIR: Schema = Schema {
+    name: "AlterReplicaLogDir",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("path", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_REPLICA_LOG_DIRS_REQUEST_ALTER_REPLICA_LOG_DIR_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDirTopic`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_REQUEST_ALTER_REPLICA_LOG_DIR_TOPIC: Schema = Schema {
+    name: "AlterReplicaLogDirTopic",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDirsResponse`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_RESPONSE: Schema = Schema {
+    name: "AlterReplicaLogDirsResponse",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDirTopicResult`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_TOPIC_RESULT: Schema = Schema {
+    name: "AlterReplicaLogDirTopicResult",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterReplicaLogDirPartitionResult`.
+pub(super) static ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_PARTITION_RESULT: Schema = Schema {
+    name: "AlterReplicaLogDirPartitionResult",
+    versions: (1, 2),
+    flexible: 2,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeLogDirsRequest`.
+pub(super) static DESCRIBE_LOG_DIRS_REQUEST: Schema = Schema {
+    name: "DescribeLogDirsRequest",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_LOG_DIRS_REQUEST_DESCRIBABLE_LOG_DIR_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribableLogDirTopic`.
+pub(super) static DESCRIBE_LOG_DIRS_REQUEST_DESCRIBABLE_LOG_DIR_TOPIC: Schema = Schema {
+    name: "DescribableLogDirTopic",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeLogDirsResponse`.
+pub(super) static DESCRIBE_LOG_DIRS_RESPONSE: Schema = Schema {
+    name: "DescribeLogDirsResponse",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 3, MAX, Ty::Fixed(2)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeLogDirsResult`.
+pub(super) static DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_RESULT: Schema = Schema {
+    name: "DescribeLogDirsResult",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("log_dir", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_TOPIC))),
+        field("total_bytes", 4, MAX, Ty::Fixed(8)),
+        field("usable_bytes", 4, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeLogDirsTopic`.
+pub(super) static DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_TOPIC: Schema = Schema {
+    name: "DescribeLogDirsTopic",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeLogDirsPartition`.
+pub(super) static DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_PARTITION: Schema = Schema {
+    name: "DescribeLogDirsPartition",
+    versions: (1, 4),
+    flexible: 2,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("partition_size", 0, MAX, Ty::Fixed(8)),
+        field("offset_lag", 0, MAX, Ty::Fixed(8)),
+        field("is_future_key", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `CreatePartitionsResponse`.
+pub(super) static CREATE_PARTITIONS_RESPONSE: Schema = Schema {
+    name: "CreatePartitionsResponse",
+    versions: (0, 3),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_RESPONSE_CREATE_PARTITIONS_TOPIC_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `CreatePartitionsTopicResult`.
+pub(super) static CREATE_PARTITIONS_RESPONSE_CREATE_PARTITIONS_TOPIC_RESULT: Schema = Schema {
+    name: "CreatePartitionsTopicResult",
+    versions: (0, 3),
+    flexible: 2,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ElectLeadersRequest`.
+pub(super) static ELECT_LEADERS_REQUEST: Schema = Schema {
+    name: "ElectLeadersRequest",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("election_type", 1, MAX, Ty::Fixed(1)),
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&ELECT_LEADERS_REQUEST_TOPIC_PARTITIONS))),
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static ELECT_LEADERS_REQUEST_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ElectLeadersResponse`.
+pub(super) static ELECT_LEADERS_RESPONSE: Schema = Schema {
+    name: "ElectLeadersResponse",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 1, MAX, Ty::Fixed(2)),
+        field("replica_election_results", 0, MAX, Ty::Array(&Ty::Struct(&ELECT_LEADERS_RESPONSE_REPLICA_ELECTION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `ReplicaElectionResult`.
+pub(super) static ELECT_LEADERS_RESPONSE_REPLICA_ELECTION_RESULT: Schema = Schema {
+    name: "ReplicaElectionResult",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partition_result", 0, MAX, Ty::Array(&Ty::Struct(&ELECT_LEADERS_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static ELECT_LEADERS_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("partition_id", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `IncrementalAlterConfigsResponse`.
+pub(super) static INCREMENTAL_ALTER_CONFIGS_RESPONSE: Schema = Schema {
+    name: "IncrementalAlterConfigsResponse",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterConfigsResourceResponse`.
+pub(super) static INCREMENTAL_ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESPONSE: Schema = Schema {
+    name: "AlterConfigsResourceResponse",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AlterPartitionReassignmentsRequest`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_REQUEST: Schema = Schema {
+    name: "AlterPartitionReassignmentsRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("allow_replication_factor_change", 1, MAX, Ty::Fixed(1)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `ReassignableTopic`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_TOPIC: Schema = Schema {
+    name: "ReassignableTopic",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `ReassignablePartition`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_PARTITION: Schema = Schema {
+    name: "ReassignablePartition",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterPartitionReassignmentsResponse`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Schema = Schema {
+    name: "AlterPartitionReassignmentsResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("allow_replication_factor_change", 1, MAX, Ty::Fixed(1)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_TOPIC_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `ReassignableTopicResponse`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_TOPIC_RESPONSE: Schema = Schema {
+    name: "ReassignableTopicResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_PARTITION_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `ReassignablePartitionResponse`.
+pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_PARTITION_RESPONSE: Schema = Schema {
+    name: "ReassignablePartitionResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ListPartitionReassignmentsRequest`.
+pub(super) static LIST_PARTITION_REASSIGNMENTS_REQUEST: Schema = Schema {
+    name: "ListPartitionReassignmentsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&LIST_PARTITION_REASSIGNMENTS_REQUEST_LIST_PARTITION_REASSIGNMENTS_TOPICS))),
+    ],
+    tagged: &[],
+};
+
+/// `ListPartitionReassignmentsTopics`.
+pub(super) static LIST_PARTITION_REASSIGNMENTS_REQUEST_LIST_PARTITION_REASSIGNMENTS_TOPICS: Schema = Schema {
+    name: "ListPartitionReassignmentsTopics",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ListPartitionReassignmentsResponse`.
+pub(super) static LIST_PARTITION_REASSIGNMENTS_RESPONSE: Schema = Schema {
+    name: "ListPartitionReassignmentsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_TOPIC_REASSIGNMENT))),
+    ],
+    tagged: &[],
+};
+
+/// `OngoingTopicReassignment`.
+pub(super) static LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_TOPIC_REASSIGNMENT: Schema = Schema {
+    name: "OngoingTopicReassignment",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_PARTITION_REASSIGNMENT))),
+    ],
+    tagged: &[],
+};
+
+/// `OngoingPartitionReassignment`.
+pub(super) static LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_PARTITION_REASSIGNMENT: Schema = Schema {
+    name: "OngoingPartitionReassignment",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("adding_replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("removing_replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteRequest`.
+pub(super) static OFFSET_DELETE_REQUEST: Schema = Schema {
+    name: "OffsetDeleteRequest",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteRequestTopic`.
+pub(super) static OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_TOPIC: Schema = Schema {
+    name: "OffsetDeleteRequestTopic",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteRequestPartition`.
+pub(super) static OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_PARTITION: Schema = Schema {
+    name: "OffsetDeleteRequestPartition",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteResponse`.
+pub(super) static OFFSET_DELETE_RESPONSE: Schema = Schema {
+    name: "OffsetDeleteResponse",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteResponseTopic`.
+pub(super) static OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_TOPIC: Schema = Schema {
+    name: "OffsetDeleteResponseTopic",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `OffsetDeleteResponsePartition`.
+pub(super) static OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_PARTITION: Schema = Schema {
+    name: "OffsetDeleteResponsePartition",
+    versions: (0, 0),
+    flexible: 32767,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeProducersRequest`.
+pub(super) static DESCRIBE_PRODUCERS_REQUEST: Schema = Schema {
+    name: "DescribeProducersRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_REQUEST_TOPIC_REQUEST))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicRequest`.
+pub(super) static DESCRIBE_PRODUCERS_REQUEST_TOPIC_REQUEST: Schema = Schema {
+    name: "TopicRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeProducersResponse`.
+pub(super) static DESCRIBE_PRODUCERS_RESPONSE: Schema = Schema {
+    name: "DescribeProducersResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_RESPONSE_TOPIC_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicResponse`.
+pub(super) static DESCRIBE_PRODUCERS_RESPONSE_TOPIC_RESPONSE: Schema = Schema {
+    name: "TopicResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_RESPONSE_PARTITION_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResponse`.
+pub(super) static DESCRIBE_PRODUCERS_RESPONSE_PARTITION_RESPONSE: Schema = Schema {
+    name: "PartitionResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("active_producers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_RESPONSE_PRODUCER_STATE))),
+    ],
+    tagged: &[],
+};
+
+/// `ProducerState`.
+pub(super) static DESCRIBE_PRODUCERS_RESPONSE_PRODUCER_STATE: Schema = Schema {
+    name: "ProducerState",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(4)),
+        field("last_sequence", 0, MAX, Ty::Fixed(4)),
+        field("last_timestamp", 0, MAX, Ty::Fixed(8)),
+        field("coordinator_epoch", 0, MAX, Ty::Fixed(4)),
+        field("current_txn_start_offset", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTopicPartitionsRequest`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_REQUEST: Schema = Schema {
+    name: "DescribeTopicPartitionsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TOPIC_PARTITIONS_REQUEST_TOPIC_REQUEST))),
+        field("response_partition_limit", 0, MAX, Ty::Fixed(4)),
+        field("cursor", 0, MAX, Ty::OptionStruct(&DESCRIBE_TOPIC_PARTITIONS_REQUEST_CURSOR)),
+    ],
+    tagged: &[],
+};
+
+/// `Cursor`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_REQUEST_CURSOR: Schema = Schema {
+    name: "Cursor",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `TopicRequest`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_REQUEST_TOPIC_REQUEST: Schema = Schema {
+    name: "TopicRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTopicPartitionsResponse`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE: Schema = Schema {
+    name: "DescribeTopicPartitionsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_TOPIC))),
+        field("next_cursor", 0, MAX, Ty::OptionStruct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE_CURSOR)),
+    ],
+    tagged: &[],
+};
+
+/// `Cursor`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_CURSOR: Schema = Schema {
+    name: "Cursor",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTopicPartitionsResponseTopic`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_TOPIC: Schema = Schema {
+    name: "DescribeTopicPartitionsResponseTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("name", 0, MAX, Ty::String),
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("is_internal", 0, MAX, Ty::Fixed(1)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_PARTITION))),
+        field("topic_authorized_operations", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTopicPartitionsResponsePartition`.
+pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_PARTITION: Schema = Schema {
+    name: "DescribeTopicPartitionsResponsePartition",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("replica_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("isr_nodes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("eligible_leader_replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("last_known_elr", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("offline_replicas", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ShareFetchRequest`.
+pub(super) static SHARE_FETCH_REQUEST: Schema = Schema {
+    name: "ShareFetchRequest",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("share_session_epoch", 0, MAX, Ty::Fixed(4)),
+        field("max_wait_ms", 0, MAX, Ty::Fixed(4)),
+        field("min_bytes", 0, MAX, Ty::Fixed(4)),
+        field("max_bytes", 0, MAX, Ty::Fixed(4)),
+        field("max_records", 0, MAX, Ty::Fixed(4)),
+        field("batch_size", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_REQUEST_FETCH_TOPIC))),
+        field("forgotten_topics_data", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_REQUEST_FORGOTTEN_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `ForgottenTopic`.
+pub(super) static SHARE_FETCH_REQUEST_FORGOTTEN_TOPIC: Schema = Schema {
+    name: "ForgottenTopic",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `FetchTopic`.
+pub(super) static SHARE_FETCH_REQUEST_FETCH_TOPIC: Schema = Schema {
+    name: "FetchTopic",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_REQUEST_FETCH_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `FetchPartition`.
+pub(super) static SHARE_FETCH_REQUEST_FETCH_PARTITION: Schema = Schema {
+    name: "FetchPartition",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("acknowledgement_batches", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_REQUEST_ACKNOWLEDGEMENT_BATCH))),
+    ],
+    tagged: &[],
+};
+
+/// `AcknowledgementBatch`.
+pub(super) static SHARE_FETCH_REQUEST_ACKNOWLEDGEMENT_BATCH: Schema = Schema {
+    name: "AcknowledgementBatch",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("first_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("acknowledge_types", 0, MAX, Ty::Array(&Ty::Fixed(1))),
+    ],
+    tagged: &[],
+};
+
+/// `ShareAcknowledgeRequest`.
+pub(super) static SHARE_ACKNOWLEDGE_REQUEST: Schema = Schema {
+    name: "ShareAcknowledgeRequest",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("share_session_epoch", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AcknowledgeTopic`.
+pub(super) static SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGE_TOPIC: Schema = Schema {
+    name: "AcknowledgeTopic",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `AcknowledgePartition`.
+pub(super) static SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGE_PARTITION: Schema = Schema {
+    name: "AcknowledgePartition",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("acknowledgement_batches", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGEMENT_BATCH))),
+    ],
+    tagged: &[],
+};
+
+/// `AcknowledgementBatch`.
+pub(super) static SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGEMENT_BATCH: Schema = Schema {
+    name: "AcknowledgementBatch",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("first_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("acknowledge_types", 0, MAX, Ty::Array(&Ty::Fixed(1))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsRequest`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST: Schema = Schema {
+    name: "DescribeShareGroupOffsetsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsRequestGroup`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_GROUP: Schema = Schema {
+    name: "DescribeShareGroupOffsetsRequestGroup",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsRequestTopic`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: Schema = Schema {
+    name: "DescribeShareGroupOffsetsRequestTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsResponse`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE: Schema = Schema {
+    name: "DescribeShareGroupOffsetsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsResponseGroup`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_GROUP: Schema = Schema {
+    name: "DescribeShareGroupOffsetsResponseGroup",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsResponseTopic`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: Schema = Schema {
+    name: "DescribeShareGroupOffsetsResponseTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeShareGroupOffsetsResponsePartition`.
+pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION: Schema = Schema {
+    name: "DescribeShareGroupOffsetsResponsePartition",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsRequest`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_REQUEST: Schema = Schema {
+    name: "AlterShareGroupOffsetsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsRequestTopic`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: Schema = Schema {
+    name: "AlterShareGroupOffsetsRequestTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsRequestPartition`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_PARTITION: Schema = Schema {
+    name: "AlterShareGroupOffsetsRequestPartition",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsResponse`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE: Schema = Schema {
+    name: "AlterShareGroupOffsetsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsResponseTopic`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: Schema = Schema {
+    name: "AlterShareGroupOffsetsResponseTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterShareGroupOffsetsResponsePartition`.
+pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION: Schema = Schema {
+    name: "AlterShareGroupOffsetsResponsePartition",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupOffsetsRequest`.
+pub(super) static DELETE_SHARE_GROUP_OFFSETS_REQUEST: Schema = Schema {
+    name: "DeleteShareGroupOffsetsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_OFFSETS_REQUEST_DELETE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupOffsetsRequestTopic`.
+pub(super) static DELETE_SHARE_GROUP_OFFSETS_REQUEST_DELETE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: Schema = Schema {
+    name: "DeleteShareGroupOffsetsRequestTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupOffsetsResponse`.
+pub(super) static DELETE_SHARE_GROUP_OFFSETS_RESPONSE: Schema = Schema {
+    name: "DeleteShareGroupOffsetsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("responses", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_OFFSETS_RESPONSE_DELETE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupOffsetsResponseTopic`.
+pub(super) static DELETE_SHARE_GROUP_OFFSETS_RESPONSE_DELETE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: Schema = Schema {
+    name: "DeleteShareGroupOffsetsResponseTopic",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
 impl Checked for ApiVersionsResponse {
     const SCHEMA: &'static Schema = &API_VERSIONS_RESPONSE;
 }
@@ -1249,6 +3220,202 @@ impl Checked for IncrementalAlterConfigsRequest {
     const SCHEMA: &'static Schema = &INCREMENTAL_ALTER_CONFIGS_REQUEST;
 }
 
+impl Checked for ProduceRequest {
+    const SCHEMA: &'static Schema = &PRODUCE_REQUEST;
+}
+
+impl Checked for FetchRequest {
+    const SCHEMA: &'static Schema = &FETCH_REQUEST;
+}
+
+impl Checked for ListOffsetsRequest {
+    const SCHEMA: &'static Schema = &LIST_OFFSETS_REQUEST;
+}
+
+impl Checked for ListOffsetsResponse {
+    const SCHEMA: &'static Schema = &LIST_OFFSETS_RESPONSE;
+}
+
+impl Checked for MetadataRequest {
+    const SCHEMA: &'static Schema = &METADATA_REQUEST;
+}
+
+impl Checked for OffsetCommitRequest {
+    const SCHEMA: &'static Schema = &OFFSET_COMMIT_REQUEST;
+}
+
+impl Checked for OffsetCommitResponse {
+    const SCHEMA: &'static Schema = &OFFSET_COMMIT_RESPONSE;
+}
+
+impl Checked for OffsetFetchRequest {
+    const SCHEMA: &'static Schema = &OFFSET_FETCH_REQUEST;
+}
+
+impl Checked for OffsetFetchResponse {
+    const SCHEMA: &'static Schema = &OFFSET_FETCH_RESPONSE;
+}
+
+impl Checked for CreateTopicsResponse {
+    const SCHEMA: &'static Schema = &CREATE_TOPICS_RESPONSE;
+}
+
+impl Checked for DeleteTopicsResponse {
+    const SCHEMA: &'static Schema = &DELETE_TOPICS_RESPONSE;
+}
+
+impl Checked for DeleteRecordsResponse {
+    const SCHEMA: &'static Schema = &DELETE_RECORDS_RESPONSE;
+}
+
+impl Checked for OffsetForLeaderEpochRequest {
+    const SCHEMA: &'static Schema = &OFFSET_FOR_LEADER_EPOCH_REQUEST;
+}
+
+impl Checked for OffsetForLeaderEpochResponse {
+    const SCHEMA: &'static Schema = &OFFSET_FOR_LEADER_EPOCH_RESPONSE;
+}
+
+impl Checked for AddPartitionsToTxnRequest {
+    const SCHEMA: &'static Schema = &ADD_PARTITIONS_TO_TXN_REQUEST;
+}
+
+impl Checked for AddPartitionsToTxnResponse {
+    const SCHEMA: &'static Schema = &ADD_PARTITIONS_TO_TXN_RESPONSE;
+}
+
+impl Checked for WriteTxnMarkersRequest {
+    const SCHEMA: &'static Schema = &WRITE_TXN_MARKERS_REQUEST;
+}
+
+impl Checked for WriteTxnMarkersResponse {
+    const SCHEMA: &'static Schema = &WRITE_TXN_MARKERS_RESPONSE;
+}
+
+impl Checked for TxnOffsetCommitRequest {
+    const SCHEMA: &'static Schema = &TXN_OFFSET_COMMIT_REQUEST;
+}
+
+impl Checked for TxnOffsetCommitResponse {
+    const SCHEMA: &'static Schema = &TXN_OFFSET_COMMIT_RESPONSE;
+}
+
+impl Checked for DescribeConfigsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_CONFIGS_REQUEST;
+}
+
+impl Checked for DescribeConfigsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_CONFIGS_RESPONSE;
+}
+
+impl Checked for AlterConfigsResponse {
+    const SCHEMA: &'static Schema = &ALTER_CONFIGS_RESPONSE;
+}
+
+impl Checked for AlterReplicaLogDirsRequest {
+    const SCHEMA: &'static Schema = &ALTER_REPLICA_LOG_DIRS_REQUEST;
+}
+
+impl Checked for AlterReplicaLogDirsResponse {
+    const SCHEMA: &'static Schema = &ALTER_REPLICA_LOG_DIRS_RESPONSE;
+}
+
+impl Checked for DescribeLogDirsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_LOG_DIRS_REQUEST;
+}
+
+impl Checked for DescribeLogDirsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_LOG_DIRS_RESPONSE;
+}
+
+impl Checked for CreatePartitionsResponse {
+    const SCHEMA: &'static Schema = &CREATE_PARTITIONS_RESPONSE;
+}
+
+impl Checked for ElectLeadersRequest {
+    const SCHEMA: &'static Schema = &ELECT_LEADERS_REQUEST;
+}
+
+impl Checked for ElectLeadersResponse {
+    const SCHEMA: &'static Schema = &ELECT_LEADERS_RESPONSE;
+}
+
+impl Checked for IncrementalAlterConfigsResponse {
+    const SCHEMA: &'static Schema = &INCREMENTAL_ALTER_CONFIGS_RESPONSE;
+}
+
+impl Checked for AlterPartitionReassignmentsRequest {
+    const SCHEMA: &'static Schema = &ALTER_PARTITION_REASSIGNMENTS_REQUEST;
+}
+
+impl Checked for AlterPartitionReassignmentsResponse {
+    const SCHEMA: &'static Schema = &ALTER_PARTITION_REASSIGNMENTS_RESPONSE;
+}
+
+impl Checked for ListPartitionReassignmentsRequest {
+    const SCHEMA: &'static Schema = &LIST_PARTITION_REASSIGNMENTS_REQUEST;
+}
+
+impl Checked for ListPartitionReassignmentsResponse {
+    const SCHEMA: &'static Schema = &LIST_PARTITION_REASSIGNMENTS_RESPONSE;
+}
+
+impl Checked for OffsetDeleteRequest {
+    const SCHEMA: &'static Schema = &OFFSET_DELETE_REQUEST;
+}
+
+impl Checked for OffsetDeleteResponse {
+    const SCHEMA: &'static Schema = &OFFSET_DELETE_RESPONSE;
+}
+
+impl Checked for DescribeProducersRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_PRODUCERS_REQUEST;
+}
+
+impl Checked for DescribeProducersResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_PRODUCERS_RESPONSE;
+}
+
+impl Checked for DescribeTopicPartitionsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_TOPIC_PARTITIONS_REQUEST;
+}
+
+impl Checked for DescribeTopicPartitionsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_TOPIC_PARTITIONS_RESPONSE;
+}
+
+impl Checked for ShareFetchRequest {
+    const SCHEMA: &'static Schema = &SHARE_FETCH_REQUEST;
+}
+
+impl Checked for ShareAcknowledgeRequest {
+    const SCHEMA: &'static Schema = &SHARE_ACKNOWLEDGE_REQUEST;
+}
+
+impl Checked for DescribeShareGroupOffsetsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST;
+}
+
+impl Checked for DescribeShareGroupOffsetsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE;
+}
+
+impl Checked for AlterShareGroupOffsetsRequest {
+    const SCHEMA: &'static Schema = &ALTER_SHARE_GROUP_OFFSETS_REQUEST;
+}
+
+impl Checked for AlterShareGroupOffsetsResponse {
+    const SCHEMA: &'static Schema = &ALTER_SHARE_GROUP_OFFSETS_RESPONSE;
+}
+
+impl Checked for DeleteShareGroupOffsetsRequest {
+    const SCHEMA: &'static Schema = &DELETE_SHARE_GROUP_OFFSETS_REQUEST;
+}
+
+impl Checked for DeleteShareGroupOffsetsResponse {
+    const SCHEMA: &'static Schema = &DELETE_SHARE_GROUP_OFFSETS_RESPONSE;
+}
+
 /// The layout of an API's request, when the proxy decodes it.
 #[cfg(test)]
 pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
@@ -1262,6 +3429,30 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::CreatePartitions => Some(&CREATE_PARTITIONS_REQUEST),
         ApiKey::DeleteGroups => Some(&DELETE_GROUPS_REQUEST),
         ApiKey::IncrementalAlterConfigs => Some(&INCREMENTAL_ALTER_CONFIGS_REQUEST),
+        ApiKey::Produce => Some(&PRODUCE_REQUEST),
+        ApiKey::Fetch => Some(&FETCH_REQUEST),
+        ApiKey::ListOffsets => Some(&LIST_OFFSETS_REQUEST),
+        ApiKey::Metadata => Some(&METADATA_REQUEST),
+        ApiKey::OffsetCommit => Some(&OFFSET_COMMIT_REQUEST),
+        ApiKey::OffsetFetch => Some(&OFFSET_FETCH_REQUEST),
+        ApiKey::OffsetForLeaderEpoch => Some(&OFFSET_FOR_LEADER_EPOCH_REQUEST),
+        ApiKey::AddPartitionsToTxn => Some(&ADD_PARTITIONS_TO_TXN_REQUEST),
+        ApiKey::WriteTxnMarkers => Some(&WRITE_TXN_MARKERS_REQUEST),
+        ApiKey::TxnOffsetCommit => Some(&TXN_OFFSET_COMMIT_REQUEST),
+        ApiKey::DescribeConfigs => Some(&DESCRIBE_CONFIGS_REQUEST),
+        ApiKey::AlterReplicaLogDirs => Some(&ALTER_REPLICA_LOG_DIRS_REQUEST),
+        ApiKey::DescribeLogDirs => Some(&DESCRIBE_LOG_DIRS_REQUEST),
+        ApiKey::ElectLeaders => Some(&ELECT_LEADERS_REQUEST),
+        ApiKey::AlterPartitionReassignments => Some(&ALTER_PARTITION_REASSIGNMENTS_REQUEST),
+        ApiKey::ListPartitionReassignments => Some(&LIST_PARTITION_REASSIGNMENTS_REQUEST),
+        ApiKey::OffsetDelete => Some(&OFFSET_DELETE_REQUEST),
+        ApiKey::DescribeProducers => Some(&DESCRIBE_PRODUCERS_REQUEST),
+        ApiKey::DescribeTopicPartitions => Some(&DESCRIBE_TOPIC_PARTITIONS_REQUEST),
+        ApiKey::ShareFetch => Some(&SHARE_FETCH_REQUEST),
+        ApiKey::ShareAcknowledge => Some(&SHARE_ACKNOWLEDGE_REQUEST),
+        ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
+        ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_REQUEST),
+        ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_REQUEST),
         _ => None,
     }
 }
@@ -1283,6 +3474,31 @@ pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::DescribeCluster => Some(&DESCRIBE_CLUSTER_RESPONSE),
         ApiKey::ShareFetch => Some(&SHARE_FETCH_RESPONSE),
         ApiKey::ShareAcknowledge => Some(&SHARE_ACKNOWLEDGE_RESPONSE),
+        ApiKey::ListOffsets => Some(&LIST_OFFSETS_RESPONSE),
+        ApiKey::OffsetCommit => Some(&OFFSET_COMMIT_RESPONSE),
+        ApiKey::OffsetFetch => Some(&OFFSET_FETCH_RESPONSE),
+        ApiKey::CreateTopics => Some(&CREATE_TOPICS_RESPONSE),
+        ApiKey::DeleteTopics => Some(&DELETE_TOPICS_RESPONSE),
+        ApiKey::DeleteRecords => Some(&DELETE_RECORDS_RESPONSE),
+        ApiKey::OffsetForLeaderEpoch => Some(&OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+        ApiKey::AddPartitionsToTxn => Some(&ADD_PARTITIONS_TO_TXN_RESPONSE),
+        ApiKey::WriteTxnMarkers => Some(&WRITE_TXN_MARKERS_RESPONSE),
+        ApiKey::TxnOffsetCommit => Some(&TXN_OFFSET_COMMIT_RESPONSE),
+        ApiKey::DescribeConfigs => Some(&DESCRIBE_CONFIGS_RESPONSE),
+        ApiKey::AlterConfigs => Some(&ALTER_CONFIGS_RESPONSE),
+        ApiKey::AlterReplicaLogDirs => Some(&ALTER_REPLICA_LOG_DIRS_RESPONSE),
+        ApiKey::DescribeLogDirs => Some(&DESCRIBE_LOG_DIRS_RESPONSE),
+        ApiKey::CreatePartitions => Some(&CREATE_PARTITIONS_RESPONSE),
+        ApiKey::ElectLeaders => Some(&ELECT_LEADERS_RESPONSE),
+        ApiKey::IncrementalAlterConfigs => Some(&INCREMENTAL_ALTER_CONFIGS_RESPONSE),
+        ApiKey::AlterPartitionReassignments => Some(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+        ApiKey::ListPartitionReassignments => Some(&LIST_PARTITION_REASSIGNMENTS_RESPONSE),
+        ApiKey::OffsetDelete => Some(&OFFSET_DELETE_RESPONSE),
+        ApiKey::DescribeProducers => Some(&DESCRIBE_PRODUCERS_RESPONSE),
+        ApiKey::DescribeTopicPartitions => Some(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE),
+        ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE),
+        ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE),
+        ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_RESPONSE),
         _ => None,
     }
 }
@@ -1313,4 +3529,53 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&CREATE_PARTITIONS_REQUEST, super::tests::roundtrip::<CreatePartitionsRequest>),
     (&DELETE_GROUPS_REQUEST, super::tests::roundtrip::<DeleteGroupsRequest>),
     (&INCREMENTAL_ALTER_CONFIGS_REQUEST, super::tests::roundtrip::<IncrementalAlterConfigsRequest>),
+    (&PRODUCE_REQUEST, super::tests::roundtrip::<ProduceRequest>),
+    (&FETCH_REQUEST, super::tests::roundtrip::<FetchRequest>),
+    (&LIST_OFFSETS_REQUEST, super::tests::roundtrip::<ListOffsetsRequest>),
+    (&LIST_OFFSETS_RESPONSE, super::tests::roundtrip::<ListOffsetsResponse>),
+    (&METADATA_REQUEST, super::tests::roundtrip::<MetadataRequest>),
+    (&OFFSET_COMMIT_REQUEST, super::tests::roundtrip::<OffsetCommitRequest>),
+    (&OFFSET_COMMIT_RESPONSE, super::tests::roundtrip::<OffsetCommitResponse>),
+    (&OFFSET_FETCH_REQUEST, super::tests::roundtrip::<OffsetFetchRequest>),
+    (&OFFSET_FETCH_RESPONSE, super::tests::roundtrip::<OffsetFetchResponse>),
+    (&CREATE_TOPICS_RESPONSE, super::tests::roundtrip::<CreateTopicsResponse>),
+    (&DELETE_TOPICS_RESPONSE, super::tests::roundtrip::<DeleteTopicsResponse>),
+    (&DELETE_RECORDS_RESPONSE, super::tests::roundtrip::<DeleteRecordsResponse>),
+    (&OFFSET_FOR_LEADER_EPOCH_REQUEST, super::tests::roundtrip::<OffsetForLeaderEpochRequest>),
+    (&OFFSET_FOR_LEADER_EPOCH_RESPONSE, super::tests::roundtrip::<OffsetForLeaderEpochResponse>),
+    (&ADD_PARTITIONS_TO_TXN_REQUEST, super::tests::roundtrip::<AddPartitionsToTxnRequest>),
+    (&ADD_PARTITIONS_TO_TXN_RESPONSE, super::tests::roundtrip::<AddPartitionsToTxnResponse>),
+    (&WRITE_TXN_MARKERS_REQUEST, super::tests::roundtrip::<WriteTxnMarkersRequest>),
+    (&WRITE_TXN_MARKERS_RESPONSE, super::tests::roundtrip::<WriteTxnMarkersResponse>),
+    (&TXN_OFFSET_COMMIT_REQUEST, super::tests::roundtrip::<TxnOffsetCommitRequest>),
+    (&TXN_OFFSET_COMMIT_RESPONSE, super::tests::roundtrip::<TxnOffsetCommitResponse>),
+    (&DESCRIBE_CONFIGS_REQUEST, super::tests::roundtrip::<DescribeConfigsRequest>),
+    (&DESCRIBE_CONFIGS_RESPONSE, super::tests::roundtrip::<DescribeConfigsResponse>),
+    (&ALTER_CONFIGS_RESPONSE, super::tests::roundtrip::<AlterConfigsResponse>),
+    (&ALTER_REPLICA_LOG_DIRS_REQUEST, super::tests::roundtrip::<AlterReplicaLogDirsRequest>),
+    (&ALTER_REPLICA_LOG_DIRS_RESPONSE, super::tests::roundtrip::<AlterReplicaLogDirsResponse>),
+    (&DESCRIBE_LOG_DIRS_REQUEST, super::tests::roundtrip::<DescribeLogDirsRequest>),
+    (&DESCRIBE_LOG_DIRS_RESPONSE, super::tests::roundtrip::<DescribeLogDirsResponse>),
+    (&CREATE_PARTITIONS_RESPONSE, super::tests::roundtrip::<CreatePartitionsResponse>),
+    (&ELECT_LEADERS_REQUEST, super::tests::roundtrip::<ElectLeadersRequest>),
+    (&ELECT_LEADERS_RESPONSE, super::tests::roundtrip::<ElectLeadersResponse>),
+    (&INCREMENTAL_ALTER_CONFIGS_RESPONSE, super::tests::roundtrip::<IncrementalAlterConfigsResponse>),
+    (&ALTER_PARTITION_REASSIGNMENTS_REQUEST, super::tests::roundtrip::<AlterPartitionReassignmentsRequest>),
+    (&ALTER_PARTITION_REASSIGNMENTS_RESPONSE, super::tests::roundtrip::<AlterPartitionReassignmentsResponse>),
+    (&LIST_PARTITION_REASSIGNMENTS_REQUEST, super::tests::roundtrip::<ListPartitionReassignmentsRequest>),
+    (&LIST_PARTITION_REASSIGNMENTS_RESPONSE, super::tests::roundtrip::<ListPartitionReassignmentsResponse>),
+    (&OFFSET_DELETE_REQUEST, super::tests::roundtrip::<OffsetDeleteRequest>),
+    (&OFFSET_DELETE_RESPONSE, super::tests::roundtrip::<OffsetDeleteResponse>),
+    (&DESCRIBE_PRODUCERS_REQUEST, super::tests::roundtrip::<DescribeProducersRequest>),
+    (&DESCRIBE_PRODUCERS_RESPONSE, super::tests::roundtrip::<DescribeProducersResponse>),
+    (&DESCRIBE_TOPIC_PARTITIONS_REQUEST, super::tests::roundtrip::<DescribeTopicPartitionsRequest>),
+    (&DESCRIBE_TOPIC_PARTITIONS_RESPONSE, super::tests::roundtrip::<DescribeTopicPartitionsResponse>),
+    (&SHARE_FETCH_REQUEST, super::tests::roundtrip::<ShareFetchRequest>),
+    (&SHARE_ACKNOWLEDGE_REQUEST, super::tests::roundtrip::<ShareAcknowledgeRequest>),
+    (&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<DescribeShareGroupOffsetsRequest>),
+    (&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<DescribeShareGroupOffsetsResponse>),
+    (&ALTER_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<AlterShareGroupOffsetsRequest>),
+    (&ALTER_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<AlterShareGroupOffsetsResponse>),
+    (&DELETE_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<DeleteShareGroupOffsetsRequest>),
+    (&DELETE_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<DeleteShareGroupOffsetsResponse>),
 ];

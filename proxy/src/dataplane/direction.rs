@@ -13,6 +13,7 @@ use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
+pub(super) use super::merged::Merged;
 use super::upstream::UpstreamError;
 use crate::signals::CloseReason;
 
@@ -39,6 +40,16 @@ pub(super) enum Answer {
     /// The proxy did; these bytes (charged to the budget) go to the client
     /// in turn.
     Local(Bytes),
+    /// The upstream, for the part of a request a topic policy allowed: the
+    /// response is held and merged with the denied part's errors.
+    Merged(Box<Merged>),
+}
+
+impl Answer {
+    /// Whether the upstream answers it.
+    pub(super) fn upstream(&self) -> bool {
+        !matches!(self, Answer::Local(_))
+    }
 }
 
 /// The time a client has to send the rest of a frame it started: only time

@@ -12,8 +12,10 @@ use std::time::Duration;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::tls::{self, TlsError};
+use crate::config::filter::FilterSpec;
 use crate::config::model::{Limits, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
+use crate::filter::topic_policy::TopicPolicy;
 use crate::filter::{self, Filter};
 
 /// A generation's TLS (what it accepts clients with, and connects to the
@@ -74,12 +76,20 @@ pub(crate) type Chain = Arc<Filters>;
 pub(crate) struct Filters {
     /// Filters that judge a request by its header, in order.
     pub(crate) head: Vec<Arc<dyn Filter>>,
+    /// The topic policy, judging each topic a request names (after the
+    /// header filters let it through).
+    pub(crate) policy: Option<Arc<TopicPolicy>>,
 }
 
 /// The running filters `config` names.
 pub(crate) fn chain(config: &VirtualCluster) -> Chain {
     Arc::new(Filters {
-        head: config.filters.iter().map(filter::build).collect(),
+        head: config.filters.iter().filter_map(filter::build).collect(),
+        // At most one per cluster (validated).
+        policy: config.filters.iter().find_map(|f| match f {
+            FilterSpec::TopicPolicy(p) => Some(Arc::new(TopicPolicy::new(p.clone()))),
+            _ => None,
+        }),
     })
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use sluice_config::policy::Operation;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
 use sluice_kafka::frame::{
@@ -23,8 +24,11 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
 use super::inflight::Sender;
+use super::live::Filters;
 use super::splice::Splice;
 use crate::filter::{RequestHead, Verdict};
+
+mod police;
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
 /// answers waiting for a client that does not read are bounded in bytes
@@ -98,11 +102,22 @@ where
             clock: &mut clock,
             stop: &mut stop,
         };
-        let stopped = match decide(cluster, &header) {
-            Verdict::Forward => {
-                cluster.signals.forwarded();
-                Box::pin(way.forward(request)).await?
-            }
+        // The chain in force when the request starts judges all of it.
+        let chain = cluster.filters();
+        let stopped = match decide(&chain, &header) {
+            Verdict::Forward => match chain.policy.as_ref().and_then(|p| {
+                let op = p.polices(header.api_key)?;
+                Some((Arc::clone(p), op))
+            }) {
+                Some((policy, Operation::Produce)) => {
+                    Box::pin(way.produce(request, policy)).await?
+                }
+                Some((policy, op)) => Box::pin(way.police(request, policy, op)).await?,
+                None => {
+                    cluster.signals.forwarded();
+                    Box::pin(way.forward(request)).await?
+                }
+            },
             Verdict::Deny { error_code } => Box::pin(way.deny(request, error_code)).await?,
         };
         if stopped {
@@ -275,13 +290,12 @@ where
     }
 }
 
-fn decide(cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
+fn decide(chain: &Filters, header: &RequestHeader) -> Verdict {
     let head = RequestHead {
         api_key: header.api_key,
         api_version: header.api_version,
     };
-    cluster
-        .filters()
+    chain
         .head
         .iter()
         .map(|f| f.on_request(&head))

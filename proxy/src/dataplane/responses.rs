@@ -26,6 +26,7 @@ use super::cluster::ClusterRuntime;
 use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::fetch;
 use super::inflight::Receiver;
+use super::merged::relay_merged;
 use super::patience::Patient;
 use super::splice::Splice;
 use crate::signals::DecodedApi;
@@ -92,6 +93,23 @@ where
             // Boxed: what a frame on its way needs is held only while it
             // is, so that an idle connection's task stays small.
             Answer::Local(answer) => Box::pin(buf.write(&mut wr, answer)).await?,
+            // A request a topic policy split: held and merged (`merged`).
+            Answer::Merged(merged) => {
+                let max = cluster.limits().max_frame_bytes;
+                let relayed = Box::pin(relay_merged(
+                    merged, max, &mut buf, &mut rd, &mut wr, cluster,
+                ))
+                .await;
+                match relayed {
+                    Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
+                    other => other?,
+                }
+                if merged.header.api_key == METADATA
+                    && let Some(ip) = told.take()
+                {
+                    cluster.signals.told_brokers(ip);
+                }
+            }
             Answer::Upstream(header) => {
                 let header = *header;
                 // Read per frame: a reload may change them in place.
@@ -118,10 +136,7 @@ where
 /// A response cut off mid-frame: the upstream closed with the requests
 /// still queued unanswered.
 fn closed(queue: &VecDeque<Slot>) -> ConnError {
-    let waiting = queue
-        .iter()
-        .filter(|s| matches!(s.answer, Answer::Upstream(_)))
-        .count();
+    let waiting = queue.iter().filter(|s| s.answer.upstream()).count();
     ConnError::UpstreamClosed(waiting)
 }
 
@@ -178,12 +193,12 @@ where
 }
 
 /// Whether the response to this request is rewritten, so held whole.
-fn held_whole(header: &RequestHeader) -> bool {
+pub(super) fn held_whole(header: &RequestHeader) -> bool {
     header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
 }
 
 /// Rewrites the responses that need it; the rest pass as they are.
-fn transform(
+pub(super) fn transform(
     frame: &Bytes,
     header: &RequestHeader,
     cluster: &ClusterRuntime,

@@ -8,6 +8,7 @@
 //! - `routing`: per-cluster connection limits, learned addresses
 //! - `in_place`: limits a reload changes in place reach open connections
 //! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
+//! - `policy`: a topic policy split, answer, merge and filter per topic
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
 //! - `signals`: the client signals, with a real broker and real clients
@@ -36,6 +37,8 @@ mod in_place;
 mod kip951;
 mod lookups;
 mod memory;
+mod policy;
+mod policy_produce;
 mod routing;
 mod signals;
 mod streaming;

@@ -7,6 +7,7 @@
 //!
 //! - [`roundtrip`]: real clients through the proxy, exactly once
 //! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
+//! - [`policy`]: a topic policy as librdkafka sees it
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
@@ -49,6 +50,7 @@ mod memory;
 mod ops;
 mod own_client;
 mod parity;
+mod policy;
 mod process;
 mod reload;
 mod reload_failures;

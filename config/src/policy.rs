@@ -1,0 +1,164 @@
+//! The `topic-policy` filter's rules and its one decision, pure: which
+//! operation a client may do on which topic. The configuration reads the
+//! rules (`filter::topic_policy`), the proxy asks [`TopicPolicy::decide`]
+//! per topic of each request it polices.
+//!
+//! Client ids are whatever the client writes in its request header: a rule
+//! on them sorts well-behaved clients, it does not authenticate anyone.
+
+mod ops;
+mod pattern;
+
+pub use ops::{API_OPERATIONS, Operation, Operations, api_names, operation_of};
+pub use pattern::Pattern;
+
+/// How rules combine when several match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Combine {
+    /// The first matching rule, in order, decides.
+    #[default]
+    First,
+    /// A matching deny rule decides, wherever it is; else a matching allow.
+    DenyWins,
+}
+
+/// What a rule (or the default) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Effect {
+    /// The operation goes ahead.
+    Allow,
+    /// The operation is refused with TOPIC_AUTHORIZATION_FAILED.
+    #[default]
+    Deny,
+}
+
+/// One rule: an effect on some operations, topics and (optionally) client ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The operations it covers.
+    pub operations: Operations,
+    /// The topics it covers (at least one).
+    pub topics: Vec<Pattern>,
+    /// The client ids it covers; `None`: every client.
+    pub client_ids: Option<Vec<Pattern>>,
+}
+
+impl Rule {
+    /// Whether the rule covers `op` for `client` (any topic).
+    fn applies(&self, op: Operation, client: &str) -> bool {
+        self.operations.contains(op)
+            && self
+                .client_ids
+                .as_ref()
+                .is_none_or(|ids| ids.iter().any(|p| p.matches(client)))
+    }
+
+    fn matches(&self, op: Operation, topic: &str, client: &str) -> bool {
+        self.applies(op, client) && self.topics.iter().any(|p| p.matches(topic))
+    }
+
+    /// Whether it covers every topic name.
+    fn every_topic(&self) -> bool {
+        self.topics.iter().any(Pattern::matches_all)
+    }
+}
+
+/// A decision on one operation on one topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Go ahead.
+    Allow,
+    /// Refused: by the rule at this index, or by the default (`None`).
+    Deny {
+        /// The deciding rule's index in `rules`; `None` for the default.
+        rule: Option<usize>,
+    },
+}
+
+impl Decision {
+    /// Whether the operation goes ahead.
+    pub fn allowed(self) -> bool {
+        self == Decision::Allow
+    }
+}
+
+/// A cluster's topic policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopicPolicy {
+    /// How matching rules combine.
+    pub combine: Combine,
+    /// What happens when no rule matches.
+    pub default: Effect,
+    /// The rules, in order.
+    pub rules: Vec<Rule>,
+}
+
+impl TopicPolicy {
+    /// Whether `client` may do `op` on `topic`. A client without an id
+    /// (null) is matched as the empty id.
+    pub fn decide(&self, op: Operation, topic: &str, client: &str) -> Decision {
+        let mut matching = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.matches(op, topic, client));
+        let found = match self.combine {
+            Combine::First => matching.next(),
+            Combine::DenyWins => {
+                let all: Vec<_> = matching.collect();
+                all.iter()
+                    .find(|(_, r)| r.effect == Effect::Deny)
+                    .or_else(|| all.first())
+                    .copied()
+            }
+        };
+        match found {
+            Some((_, r)) if r.effect == Effect::Allow => Decision::Allow,
+            Some((i, _)) => Decision::Deny { rule: Some(i) },
+            None if self.default == Effect::Allow => Decision::Allow,
+            None => Decision::Deny { rule: None },
+        }
+    }
+
+    /// Whether `client` may do `op` on every topic there is, so the proxy
+    /// need not look at the topics at all. Exact for a known client id.
+    pub fn allows_every_topic(&self, op: Operation, client: &str) -> bool {
+        let mut applying = self.rules.iter().filter(|r| r.applies(op, client));
+        match self.combine {
+            // Walk in order: a deny rule first refuses some topic; an allow
+            // rule over every topic first allows all of them.
+            Combine::First => {
+                for rule in applying {
+                    match rule.effect {
+                        Effect::Deny => return false,
+                        Effect::Allow if rule.every_topic() => return true,
+                        Effect::Allow => {}
+                    }
+                }
+                self.default == Effect::Allow
+            }
+            Combine::DenyWins => {
+                let rules: Vec<&Rule> = applying.by_ref().collect();
+                if rules.iter().any(|r| r.effect == Effect::Deny) {
+                    return false;
+                }
+                self.default == Effect::Allow || rules.iter().any(|r| r.every_topic())
+            }
+        }
+    }
+
+    /// Whether the policy allows every operation on every topic to every
+    /// client: it then never needs to look at a request.
+    pub fn allows_everything(&self) -> bool {
+        let any_client = self.rules.iter().all(|r| r.client_ids.is_none());
+        any_client
+            && Operation::ALL
+                .iter()
+                .all(|op| self.allows_every_topic(*op, ""))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The decision, table by table.
+
+use super::*;
+use Operation::{Consume, Create, Describe, Produce};
+
+fn rule(effect: Effect, ops: &[Operation], topics: &[&str], ids: Option<&[&str]>) -> Rule {
+    Rule {
+        effect,
+        operations: ops.iter().copied().collect(),
+        topics: topics.iter().map(|t| Pattern::new(t)).collect(),
+        client_ids: ids.map(|ids| ids.iter().map(|i| Pattern::new(i)).collect()),
+    }
+}
+
+fn allow(ops: &[Operation], topics: &[&str]) -> Rule {
+    rule(Effect::Allow, ops, topics, None)
+}
+
+fn deny(ops: &[Operation], topics: &[&str]) -> Rule {
+    rule(Effect::Deny, ops, topics, None)
+}
+
+const A: Decision = Decision::Allow;
+fn d(rule: Option<usize>) -> Decision {
+    Decision::Deny { rule }
+}
+
+/// An allow over a prefix, then a deny inside it: first match and deny-wins
+/// disagree exactly where both match.
+fn overlapping(combine: Combine) -> TopicPolicy {
+    TopicPolicy {
+        combine,
+        default: Effect::Deny,
+        rules: vec![
+            allow(&[Produce, Consume, Describe], &["team-a.*", "orders"]),
+            deny(&[Produce], &["team-a.secret"]),
+        ],
+    }
+}
+
+#[test]
+fn first_match_and_deny_wins() {
+    let cases = [
+        (Combine::First, Produce, "team-a.secret", A),
+        (Combine::DenyWins, Produce, "team-a.secret", d(Some(1))),
+        (Combine::First, Consume, "team-a.secret", A),
+        (Combine::DenyWins, Consume, "team-a.secret", A),
+        (Combine::First, Produce, "orders", A),
+        (Combine::DenyWins, Produce, "orders", A),
+        (Combine::First, Produce, "billing", d(None)),
+        (Combine::DenyWins, Produce, "billing", d(None)),
+        (Combine::First, Create, "orders", d(None)),
+    ];
+    for (combine, op, topic, expected) in cases {
+        let got = overlapping(combine).decide(op, topic, "any");
+        assert_eq!(got, expected, "{combine:?} {op:?} {topic}");
+    }
+}
+
+#[test]
+fn the_default_decides_what_no_rule_matches() {
+    let mut policy = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Allow,
+        rules: vec![deny(&[Produce], &["audit"])],
+    };
+    assert_eq!(policy.decide(Produce, "audit", "c"), d(Some(0)));
+    assert_eq!(policy.decide(Produce, "orders", "c"), A);
+    assert_eq!(policy.decide(Describe, "audit", "c"), A);
+    policy.default = Effect::Deny;
+    assert_eq!(policy.decide(Produce, "orders", "c"), d(None));
+    assert_eq!(TopicPolicy::default().decide(Describe, "x", ""), d(None));
+}
+
+#[test]
+fn client_ids_narrow_a_rule() {
+    let policy = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![
+            rule(
+                Effect::Allow,
+                &[Produce],
+                &["billing.*"],
+                Some(&["billing-*"]),
+            ),
+            allow(&[Describe], &["*"]),
+        ],
+    };
+    assert_eq!(policy.decide(Produce, "billing.in", "billing-7"), A);
+    assert_eq!(policy.decide(Produce, "billing.in", "reports"), d(None));
+    assert_eq!(policy.decide(Produce, "billing.in", ""), d(None));
+    assert_eq!(policy.decide(Describe, "billing.in", ""), A);
+}
+
+#[test]
+fn every_topic_is_known_without_looking_at_topics() {
+    let open = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![
+            rule(Effect::Allow, &[Produce], &["*"], Some(&["trusted-*"])),
+            allow(&[Describe], &["*"]),
+            allow(&[Produce], &["orders"]),
+        ],
+    };
+    assert!(open.allows_every_topic(Produce, "trusted-1"));
+    assert!(!open.allows_every_topic(Produce, "other"));
+    assert!(open.allows_every_topic(Describe, "other"));
+    assert!(!open.allows_every_topic(Consume, "trusted-1"));
+    assert!(!open.allows_everything());
+
+    // A deny before the catch-all spoils it under first match; under
+    // deny-wins a deny anywhere does.
+    for combine in [Combine::First, Combine::DenyWins] {
+        let p = TopicPolicy {
+            combine,
+            default: Effect::Allow,
+            rules: vec![deny(&[Produce], &["audit"]), allow(&[Produce], &["*"])],
+        };
+        assert!(!p.allows_every_topic(Produce, "c"), "{combine:?}");
+        assert!(p.allows_every_topic(Consume, "c"), "{combine:?}");
+    }
+    let late_deny = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![allow(&Operation::ALL, &["*"]), deny(&[Produce], &["audit"])],
+    };
+    assert!(late_deny.allows_every_topic(Produce, "c"));
+    assert!(late_deny.allows_everything());
+    let everything = TopicPolicy {
+        combine: Combine::DenyWins,
+        default: Effect::Allow,
+        rules: Vec::new(),
+    };
+    assert!(everything.allows_everything());
+}
+
+#[test]
+fn every_topic_agrees_with_decide_on_sample_topics() {
+    let topics = [
+        "orders",
+        "team-a.x",
+        "team-a.secret",
+        "billing",
+        "",
+        "logs-01",
+    ];
+    for combine in [Combine::First, Combine::DenyWins] {
+        let p = overlapping(combine);
+        for op in Operation::ALL {
+            if p.allows_every_topic(op, "c") {
+                assert!(topics.iter().all(|t| p.decide(op, t, "c").allowed()));
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The APIs that ask for every topic by naming none: Metadata (topics
+//! null, or empty in v0) and OffsetFetch (a group's topics null). Named
+//! topics are judged like any others; a list of all of them leaves out,
+//! in the response, the topics the client may not describe.
+
+use kafka_protocol::messages::*;
+
+use super::{Handling, Topics};
+
+fn name_of(name: &Option<TopicName>) -> &str {
+    name.as_ref().map_or("", |n| n.as_str())
+}
+
+impl Topics for MetadataRequest {
+    type Response = MetadataResponse;
+    const HANDLING: Handling = Handling::Listed;
+    fn names(&self) -> Vec<&str> {
+        self.topics
+            .iter()
+            .flatten()
+            .map(|t| name_of(&t.name))
+            .collect()
+    }
+    fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
+        if let Some(topics) = &mut self.topics {
+            topics.retain(|t| keep(name_of(&t.name)));
+        }
+    }
+    fn refuse(&self, into: &mut MetadataResponse, code: i16) {
+        for t in self.topics.iter().flatten() {
+            let mut out = metadata_response::MetadataResponseTopic::default();
+            out.error_code = code;
+            out.name = t.name.clone();
+            out.topic_id = t.topic_id;
+            into.topics.push(out);
+        }
+    }
+    /// v0 names no topic to ask for all of them, so a request whose every
+    /// topic is denied cannot go on naming none.
+    fn answered_whole(&self, version: i16) -> bool {
+        version == 0
+    }
+    fn lists_all(&self, version: i16) -> bool {
+        match &self.topics {
+            None => true,
+            Some(topics) => version == 0 && topics.is_empty(),
+        }
+    }
+    fn hide(response: &mut MetadataResponse, keep: &mut dyn FnMut(&str) -> bool) {
+        response.topics.retain(|t| keep(name_of(&t.name)));
+    }
+}
+
+impl Topics for OffsetFetchRequest {
+    type Response = OffsetFetchResponse;
+    const HANDLING: Handling = Handling::Listed;
+    fn names(&self) -> Vec<&str> {
+        let single = self.topics.iter().flatten().map(|t| t.name.as_str());
+        let groups = self
+            .groups
+            .iter()
+            .flat_map(|g| g.topics.iter().flatten())
+            .map(|t| t.name.as_str());
+        single.chain(groups).collect()
+    }
+    fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
+        if let Some(topics) = &mut self.topics {
+            topics.retain(|t| keep(t.name.as_str()));
+        }
+        for g in &mut self.groups {
+            if let Some(topics) = &mut g.topics {
+                topics.retain(|t| keep(t.name.as_str()));
+            }
+        }
+    }
+    fn refuse(&self, into: &mut OffsetFetchResponse, code: i16) {
+        for t in self.topics.iter().flatten() {
+            let mut out = offset_fetch_response::OffsetFetchResponseTopic::default();
+            out.name = t.name.clone();
+            out.partitions = t
+                .partition_indexes
+                .iter()
+                .map(|i| {
+                    let mut p = offset_fetch_response::OffsetFetchResponsePartition::default();
+                    p.partition_index = *i;
+                    p.committed_offset = -1;
+                    p.error_code = code;
+                    p
+                })
+                .collect();
+            into.topics.push(out);
+        }
+        for g in &self.groups {
+            let topics: Vec<_> = g
+                .topics
+                .iter()
+                .flatten()
+                .map(|t| group_topic(t, code))
+                .collect();
+            if topics.is_empty() {
+                continue;
+            }
+            match into.groups.iter_mut().find(|r| r.group_id == g.group_id) {
+                Some(group) => group.topics.extend(topics),
+                None => {
+                    let mut group = offset_fetch_response::OffsetFetchResponseGroup::default();
+                    group.group_id = g.group_id.clone();
+                    group.topics = topics;
+                    into.groups.push(group);
+                }
+            }
+        }
+    }
+    fn lists_all(&self, _version: i16) -> bool {
+        self.topics.is_none() || self.groups.iter().any(|g| g.topics.is_none())
+    }
+    fn hide(response: &mut OffsetFetchResponse, keep: &mut dyn FnMut(&str) -> bool) {
+        response.topics.retain(|t| keep(t.name.as_str()));
+        for g in &mut response.groups {
+            g.topics.retain(|t| keep(t.name.as_str()));
+        }
+    }
+}
+
+fn group_topic(
+    t: &offset_fetch_request::OffsetFetchRequestTopics,
+    code: i16,
+) -> offset_fetch_response::OffsetFetchResponseTopics {
+    let mut out = offset_fetch_response::OffsetFetchResponseTopics::default();
+    out.name = t.name.clone();
+    out.topic_id = t.topic_id;
+    out.partitions = t
+        .partition_indexes
+        .iter()
+        .map(|i| {
+            let mut p = offset_fetch_response::OffsetFetchResponsePartitions::default();
+            p.partition_index = *i;
+            p.committed_offset = -1;
+            p.error_code = code;
+            p
+        })
+        .collect();
+    out
+}

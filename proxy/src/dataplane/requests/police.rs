@@ -1,0 +1,135 @@
+//! Requests a topic policy looks at: held whole (bounded like any held
+//! frame, by `maxFrameBytes` and the buffer budget), judged per topic, and
+//! then forwarded as they came, answered by the proxy, or split (the
+//! allowed part forwarded, the response merged: `merged`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sluice_config::policy::Operation;
+use sluice_kafka::frame::expects_response;
+use sluice_kafka::policy::{Policed, client_id, police, produce_head};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
+use crate::dataplane::block::charged;
+use crate::dataplane::direction::{Answer, CHUNK, ConnError, MAX_IN_FLIGHT, Merged};
+use crate::dataplane::splice::Splice;
+use crate::filter::topic_policy::TopicPolicy;
+
+impl<R, W, S> Way<'_, R, W, S>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+    S: Future<Output = ()> + Unpin,
+{
+    /// A Produce request under a policy: streamed as ever (spliced, in
+    /// plaintext) when its client may produce to every topic, or when it
+    /// writes to one topic it may produce to (both read from its first
+    /// bytes); held and judged per topic otherwise. True when the
+    /// generation drained before any of it went.
+    pub(super) async fn produce(
+        self,
+        request: Request<'_>,
+        policy: Arc<TopicPolicy>,
+    ) -> Result<bool, ConnError> {
+        let (version, total) = (request.header.api_version, request.total);
+        let streams = loop {
+            let unread = self.buf.unread();
+            if let Some(head) = produce_head(unread, version) {
+                let client = head.client_id;
+                break policy.open_for(Operation::Produce, client)
+                    || head.topics == 1
+                        && head
+                            .first
+                            .is_some_and(|t| policy.allows(Operation::Produce, t, client));
+            }
+            if unread.len() >= total.min(CHUNK) {
+                // Ids too long to read within a chunk: held and decoded.
+                break false;
+            }
+            if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
+                return Err(ConnError::ClosedMidFrame);
+            }
+        };
+        if streams {
+            request.cluster.signals.forwarded();
+            return self.forward(request).await;
+        }
+        self.police(request, policy, Operation::Produce).await
+    }
+
+    /// Judges a request of `op` per topic. True when the generation drained
+    /// before it had a slot.
+    pub(super) async fn police(
+        self,
+        request: Request<'_>,
+        policy: Arc<TopicPolicy>,
+        op: Operation,
+    ) -> Result<bool, ConnError> {
+        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+        let (header, cluster) = (request.header, request.cluster);
+        let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {
+            return Ok(true);
+        };
+        let frame = buf.hold(request.total, rd, wr, clock).await?;
+        // Produce with acks=0 gets no answer, whatever becomes of it.
+        let answered = expects_response(&frame, &header);
+        let client = client_id(&frame).unwrap_or_default().to_owned();
+        let policed = if policy.open_for(op, &client) {
+            Policed::Forward
+        } else {
+            police(&frame, &header, &mut |topic| {
+                policy.allows(op, topic, &client)
+            })?
+        };
+        let (sent, answer) = match policed {
+            Policed::Forward => (frame, Answer::Upstream(header)),
+            Policed::Split {
+                request: part,
+                merge,
+                denied,
+            } => {
+                cluster.metrics.policy_denied(op.name(), denied);
+                let sent = match part {
+                    Some(part) => {
+                        drop(frame);
+                        let charge = cluster.budget().force(part.len());
+                        charged(part, charge)
+                    }
+                    None => frame,
+                };
+                let merged = Merged::new(header, merge, policy, op, client);
+                (sent, Answer::Merged(Box::new(merged)))
+            }
+            Policed::Answer {
+                frame: answer,
+                denied,
+            } => {
+                drop(frame);
+                cluster.metrics.policy_denied(op.name(), denied);
+                if !answered {
+                    return Ok(false);
+                }
+                // A large answer waits in as many slots as its size asks.
+                let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
+                if more > 0 {
+                    let Some(more) = request.slots(more, buf, wr, stop).await? else {
+                        return Ok(true);
+                    };
+                    permit.merge(more);
+                }
+                let charge = cluster.budget().force(answer.len());
+                request.send(Answer::Local(charged(answer, charge)), permit);
+                return Ok(false);
+            }
+        };
+        cluster.signals.forwarded();
+        if answered {
+            request.send(answer, permit);
+        }
+        let sent: Bytes = sent;
+        buf.write(wr, &sent).await?;
+        Ok(false)
+    }
+}

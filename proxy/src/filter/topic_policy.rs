@@ -1,0 +1,92 @@
+//! The running `topic-policy`: which requests it must look at, and its
+//! decision per topic (the rules and the decision itself live in
+//! `sluice-config`'s `policy`; the per-API work in `sluice-kafka`'s).
+
+use sluice_config::policy::{self, Operation};
+
+/// A cluster's topic policy, as the data plane asks it.
+#[derive(Debug)]
+pub(crate) struct TopicPolicy {
+    policy: policy::TopicPolicy,
+    /// By operation: allowed on every topic to every client, whatever its
+    /// id (then requests of that operation are never looked at).
+    open: [bool; Operation::ALL.len()],
+}
+
+impl TopicPolicy {
+    pub(crate) fn new(policy: policy::TopicPolicy) -> Self {
+        let by_id = policy.rules.iter().any(|r| r.client_ids.is_some());
+        let open = Operation::ALL.map(|op| !by_id && policy.allows_every_topic(op, ""));
+        TopicPolicy { policy, open }
+    }
+
+    /// The operation of `api_key` when the proxy must look at its requests:
+    /// `None` for APIs that name no topics, and for operations the policy
+    /// allows on every topic to every client (they cost nothing).
+    pub(crate) fn polices(&self, api_key: i16) -> Option<Operation> {
+        let op = policy::operation_of(api_key)?;
+        let at = Operation::ALL.iter().position(|o| *o == op)?;
+        (!self.open[at]).then_some(op)
+    }
+
+    /// Whether `client` may do `op` on every topic: its requests of `op`
+    /// need not be decoded.
+    pub(crate) fn open_for(&self, op: Operation, client: &str) -> bool {
+        self.policy.allows_every_topic(op, client)
+    }
+
+    /// Whether `client` may do `op` on `topic`. A topic named by id only
+    /// comes as "" (no topic has that name): refused, so it passes only
+    /// where the operation is allowed on every topic ([`Self::open_for`]).
+    pub(crate) fn allows(&self, op: Operation, topic: &str, client: &str) -> bool {
+        !topic.is_empty() && self.policy.decide(op, topic, client).allowed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_config::policy::{Combine, Effect, Pattern, Rule};
+
+    use super::*;
+
+    fn rule(effect: Effect, ops: &[Operation], topic: &str, ids: Option<&str>) -> Rule {
+        Rule {
+            effect,
+            operations: ops.iter().copied().collect(),
+            topics: vec![Pattern::new(topic)],
+            client_ids: ids.map(|i| vec![Pattern::new(i)]),
+        }
+    }
+
+    #[test]
+    fn only_operations_that_some_topic_or_client_is_denied_are_policed() {
+        let p = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Allow,
+            rules: vec![rule(Effect::Deny, &[Operation::Create], "*", None)],
+        });
+        assert_eq!(p.polices(19), Some(Operation::Create));
+        assert_eq!(p.polices(0), None, "produce is open to all");
+        assert_eq!(p.polices(18), None, "ApiVersions names no topic");
+
+        let by_client = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Allow,
+            rules: vec![rule(
+                Effect::Deny,
+                &[Operation::Produce],
+                "*",
+                Some("guest-*"),
+            )],
+        });
+        assert_eq!(by_client.polices(0), Some(Operation::Produce));
+        assert!(by_client.open_for(Operation::Produce, "billing"));
+        assert!(!by_client.open_for(Operation::Produce, "guest-1"));
+        assert!(!by_client.allows(Operation::Produce, "orders", "guest-1"));
+        assert!(by_client.allows(Operation::Produce, "orders", "billing"));
+        assert!(
+            !by_client.allows(Operation::Produce, "", "billing"),
+            "by id"
+        );
+    }
+}
