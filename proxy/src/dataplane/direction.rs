@@ -13,7 +13,7 @@ use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
-pub(super) use super::merged::Merged;
+pub(super) use super::split::Merged;
 use super::upstream::UpstreamError;
 use crate::signals::CloseReason;
 

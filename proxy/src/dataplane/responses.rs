@@ -10,14 +10,8 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use bytes::Bytes;
-use sluice_kafka::api_name;
-use sluice_kafka::frame::{
-    RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
-};
-use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::frame::RequestHeader;
 use sluice_kafka::streamed::streams;
-use sluice_kafka::versions::cap_api_versions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::block::charged;
@@ -25,14 +19,12 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::fetch;
+use super::held::{held_whole, response_head, transform};
 use super::inflight::Receiver;
 use super::merged::relay_merged;
 use super::patience::Patient;
 use super::splice::Splice;
-use crate::signals::DecodedApi;
 
-/// Kafka's ApiVersions key.
-const API_VERSIONS: i16 = 18;
 /// Kafka's Metadata key.
 const METADATA: i16 = 3;
 
@@ -154,23 +146,7 @@ where
     W: AsyncWrite + Splice + Unpin,
 {
     let mut clock = FrameClock::unlimited();
-    let total = loop {
-        let unread = buf.unread();
-        let total = response_frame_size(unread, max)?;
-        if let Some(total) = total.filter(|_| unread.len() >= RESPONSE_HEAD) {
-            break total;
-        }
-        if buf.read_more(rd, wr, &mut clock).await? == 0 {
-            return Err(ConnError::ClosedMidFrame);
-        }
-    };
-    let got = response_correlation_id(buf.unread())?;
-    if got != header.correlation_id {
-        return Err(ConnError::Mismatch {
-            expected: header.correlation_id,
-            got,
-        });
-    }
+    let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
     if streams(header.api_key, header.api_version, total) {
         let io = (&mut *rd, &mut *wr);
         return Box::pin(fetch::relay(header, total, buf, io, &mut clock, cluster)).await;
@@ -190,39 +166,4 @@ where
     let charge = cluster.budget().force(out.len());
     buf.write(wr, &charged(out, charge)).await?;
     Ok(())
-}
-
-/// Whether the response to this request is rewritten, so held whole.
-pub(super) fn held_whole(header: &RequestHeader) -> bool {
-    header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
-}
-
-/// Rewrites the responses that need it; the rest pass as they are.
-pub(super) fn transform(
-    frame: &Bytes,
-    header: &RequestHeader,
-    cluster: &ClusterRuntime,
-) -> Result<Frame, ConnError> {
-    if header.api_key == API_VERSIONS {
-        return Ok(Frame::whole(cap_api_versions(
-            frame,
-            header.api_version,
-            &|k| cluster.decodes(k),
-        )?));
-    }
-    let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
-    if !rewritten.errors.is_empty()
-        && let Some(api) = DecodedApi::of(header.api_key)
-    {
-        cluster.signals.response_errors(api, &rewritten.errors);
-    }
-    if !rewritten.changed {
-        return Ok(rewritten.frame);
-    }
-    cluster.learn(&rewritten.learned);
-    if !rewritten.unmapped.is_empty() {
-        cluster.unmapped(&rewritten.unmapped);
-    }
-    cluster.metrics.rewrite(api_name(header.api_key));
-    Ok(rewritten.frame)
 }

@@ -1,0 +1,90 @@
+//! What every relay of a response shares: reading its head (checked to
+//! answer the request in turn), and the rewrite of a response held whole
+//! (broker addresses, ApiVersions' caps).
+
+use bytes::Bytes;
+use sluice_kafka::api_name;
+use sluice_kafka::frame::{
+    RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
+};
+use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::versions::cap_api_versions;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::buffer::FrameBuf;
+use super::cluster::ClusterRuntime;
+use super::direction::{ConnError, FrameClock};
+use super::splice::Splice;
+use crate::signals::DecodedApi;
+
+/// Kafka's ApiVersions key.
+pub(super) const API_VERSIONS: i16 = 18;
+
+/// Reads until the head of the response to `header` is in `buf`, checks
+/// that it answers that request, and returns the frame's size.
+pub(super) async fn response_head<R, W>(
+    header: &RequestHeader,
+    max: u32,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    clock: &mut FrameClock,
+) -> Result<usize, ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let total = loop {
+        let unread = buf.unread();
+        let total = response_frame_size(unread, max)?;
+        if let Some(total) = total.filter(|_| unread.len() >= RESPONSE_HEAD) {
+            break total;
+        }
+        if buf.read_more(rd, wr, clock).await? == 0 {
+            return Err(ConnError::ClosedMidFrame);
+        }
+    };
+    let got = response_correlation_id(buf.unread())?;
+    if got != header.correlation_id {
+        return Err(ConnError::Mismatch {
+            expected: header.correlation_id,
+            got,
+        });
+    }
+    Ok(total)
+}
+
+/// Whether the response to this request is rewritten, so held whole.
+pub(super) fn held_whole(header: &RequestHeader) -> bool {
+    header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
+}
+
+/// Rewrites the responses that need it; the rest pass as they are.
+pub(super) fn transform(
+    frame: &Bytes,
+    header: &RequestHeader,
+    cluster: &ClusterRuntime,
+) -> Result<Frame, ConnError> {
+    if header.api_key == API_VERSIONS {
+        return Ok(Frame::whole(cap_api_versions(
+            frame,
+            header.api_version,
+            &|k| cluster.decodes(k),
+        )?));
+    }
+    let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
+    if !rewritten.errors.is_empty()
+        && let Some(api) = DecodedApi::of(header.api_key)
+    {
+        cluster.signals.response_errors(api, &rewritten.errors);
+    }
+    if !rewritten.changed {
+        return Ok(rewritten.frame);
+    }
+    cluster.learn(&rewritten.learned);
+    if !rewritten.unmapped.is_empty() {
+        cluster.unmapped(&rewritten.unmapped);
+    }
+    cluster.metrics.rewrite(api_name(header.api_key));
+    Ok(rewritten.frame)
+}
