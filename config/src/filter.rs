@@ -9,9 +9,12 @@
 use std::collections::BTreeSet;
 
 use crate::read::Cx;
-use crate::yaml::{Mark, Node};
+use crate::yaml::{Mark, Node, Value};
 
 pub mod deny_apis;
+pub mod quota;
+
+pub use quota::{ByteRates, QuotaSpec};
 
 /// A configured filter, compared by value: two configurations that name the
 /// same filters with the same settings have equal specs.
@@ -22,6 +25,8 @@ pub enum FilterSpec {
         /// The denied API keys.
         apis: BTreeSet<i16>,
     },
+    /// `quota`: byte and connection rates, enforced by throttling.
+    Quota(QuotaSpec),
 }
 
 impl FilterSpec {
@@ -29,6 +34,7 @@ impl FilterSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             FilterSpec::DenyApis { .. } => deny_apis::NAME,
+            FilterSpec::Quota(_) => quota::NAME,
         }
     }
 
@@ -37,6 +43,8 @@ impl FilterSpec {
     pub fn decoded_apis(&self) -> Vec<i16> {
         match self {
             FilterSpec::DenyApis { apis } => apis.iter().copied().collect(),
+            // A throttled Produce response is decoded to set its throttle time.
+            FilterSpec::Quota(_) => vec![0],
         }
     }
 }
@@ -49,6 +57,8 @@ pub(crate) type BuildFn = fn(&mut Cx<'_>, Option<&Node>, &str, Mark) -> Option<F
 pub(crate) struct FilterKind {
     name: &'static str,
     build: BuildFn,
+    /// At most one filter of this type per cluster.
+    once: bool,
 }
 
 impl FilterKind {
@@ -65,14 +75,60 @@ impl FilterKind {
 }
 
 /// Every filter type, by name.
-const REGISTRY: &[FilterKind] = &[FilterKind {
-    name: deny_apis::NAME,
-    build: deny_apis::build,
-}];
+const REGISTRY: &[FilterKind] = &[
+    FilterKind {
+        name: deny_apis::NAME,
+        build: deny_apis::build,
+        once: false,
+    },
+    FilterKind {
+        name: quota::NAME,
+        build: quota::build,
+        once: true,
+    },
+];
 
 /// The filter type called `name`.
 pub(crate) fn kind(name: &str) -> Option<&'static FilterKind> {
     REGISTRY.iter().find(|k| k.name == name)
+}
+
+/// Records an error at every filter after the first of a type a cluster
+/// may have only once; `items` are the `filters` entries at `path`.
+pub(crate) fn check_once(cx: &mut Cx<'_>, items: &[Node], path: &str) {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(node) = type_node(item) else {
+            continue;
+        };
+        let Some(kind) = type_name(node).and_then(kind).filter(|k| k.once) else {
+            continue;
+        };
+        match seen.iter().find(|(name, _)| *name == kind.name) {
+            Some((name, first)) => cx.error(
+                &format!("{path}[{i}].type"),
+                node.mark,
+                format_args!(
+                    "a cluster has at most one {name} filter (the first is {path}[{first}])"
+                ),
+            ),
+            None => seen.push((kind.name, i)),
+        }
+    }
+}
+
+fn type_node(item: &Node) -> Option<&Node> {
+    match &item.value {
+        Value::Map(entries) => entries.iter().find(|e| e.key == "type").map(|e| &e.value),
+        _ => None,
+    }
+}
+
+fn type_name(node: &Node) -> Option<&str> {
+    match &node.value {
+        Value::Scalar { text, .. } => Some(text),
+        _ => None,
+    }
 }
 
 /// Names of every filter type.

@@ -36,9 +36,11 @@ pub(crate) trait Filter: fmt::Debug + Send + Sync {
     fn on_request(&self, request: &RequestHead) -> Verdict;
 }
 
-/// The running filter for a spec.
-pub(crate) fn build(spec: &FilterSpec) -> Arc<dyn Filter> {
+/// The running header filter for a spec; `None` for a filter that is not
+/// one (the quota has its own field in the chain).
+pub(crate) fn build(spec: &FilterSpec) -> Option<Arc<dyn Filter>> {
     match spec {
-        FilterSpec::DenyApis { apis } => Arc::new(deny_apis::DenyApis::new(apis.clone())),
+        FilterSpec::DenyApis { apis } => Some(Arc::new(deny_apis::DenyApis::new(apis.clone()))),
+        FilterSpec::Quota(_) => None,
     }
 }

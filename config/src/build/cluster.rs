@@ -195,6 +195,7 @@ fn limits(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Limits> {
 
 fn filters(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Vec<filter::FilterSpec>> {
     let items = list(cx, node, path)?;
+    filter::check_once(cx, items, path);
     let built: Vec<Option<filter::FilterSpec>> = items
         .iter()
         .enumerate()

@@ -79,7 +79,7 @@ pub(crate) struct Filters {
 /// The running filters `config` names.
 pub(crate) fn chain(config: &VirtualCluster) -> Chain {
     Arc::new(Filters {
-        head: config.filters.iter().map(filter::build).collect(),
+        head: config.filters.iter().filter_map(filter::build).collect(),
     })
 }
 
