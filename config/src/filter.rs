@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::read::Cx;
-use crate::yaml::{Mark, Node, Value};
+use crate::yaml::{Mark, Node};
 
 pub mod deny_apis;
 pub mod quota;
@@ -58,7 +58,7 @@ pub(crate) struct FilterKind {
     name: &'static str,
     build: BuildFn,
     /// At most one filter of this type per cluster.
-    once: bool,
+    single: bool,
 }
 
 impl FilterKind {
@@ -72,6 +72,16 @@ impl FilterKind {
     ) -> Option<FilterSpec> {
         (self.build)(cx, config, path, mark)
     }
+
+    /// Its name, as written in `type`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether a cluster may name it at most once.
+    pub(crate) fn single(&self) -> bool {
+        self.single
+    }
 }
 
 /// Every filter type, by name.
@@ -79,56 +89,18 @@ const REGISTRY: &[FilterKind] = &[
     FilterKind {
         name: deny_apis::NAME,
         build: deny_apis::build,
-        once: false,
+        single: false,
     },
     FilterKind {
         name: quota::NAME,
         build: quota::build,
-        once: true,
+        single: true,
     },
 ];
 
 /// The filter type called `name`.
 pub(crate) fn kind(name: &str) -> Option<&'static FilterKind> {
     REGISTRY.iter().find(|k| k.name == name)
-}
-
-/// Records an error at every filter after the first of a type a cluster
-/// may have only once; `items` are the `filters` entries at `path`.
-pub(crate) fn check_once(cx: &mut Cx<'_>, items: &[Node], path: &str) {
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let Some(node) = type_node(item) else {
-            continue;
-        };
-        let Some(kind) = type_name(node).and_then(kind).filter(|k| k.once) else {
-            continue;
-        };
-        match seen.iter().find(|(name, _)| *name == kind.name) {
-            Some((name, first)) => cx.error(
-                &format!("{path}[{i}].type"),
-                node.mark,
-                format_args!(
-                    "a cluster has at most one {name} filter (the first is {path}[{first}])"
-                ),
-            ),
-            None => seen.push((kind.name, i)),
-        }
-    }
-}
-
-fn type_node(item: &Node) -> Option<&Node> {
-    match &item.value {
-        Value::Map(entries) => entries.iter().find(|e| e.key == "type").map(|e| &e.value),
-        _ => None,
-    }
-}
-
-fn type_name(node: &Node) -> Option<&str> {
-    match &node.value {
-        Value::Scalar { text, .. } => Some(text),
-        _ => None,
-    }
 }
 
 /// Names of every filter type.

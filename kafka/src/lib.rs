@@ -10,6 +10,7 @@
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
+//! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -20,6 +21,7 @@ pub mod encode;
 pub mod frame;
 pub mod rewrite;
 mod splice;
+pub mod throttle;
 pub mod versions;
 pub mod wire;
 

@@ -195,13 +195,25 @@ fn limits(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Limits> {
 
 fn filters(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Vec<filter::FilterSpec>> {
     let items = list(cx, node, path)?;
-    filter::check_once(cx, items, path);
     let built: Vec<Option<filter::FilterSpec>> = items
         .iter()
         .enumerate()
         .map(|(i, item)| filter_spec(cx, item, &index(path, i)))
         .collect();
-    built.into_iter().collect()
+    let built: Option<Vec<filter::FilterSpec>> = built.into_iter().collect();
+    let built = built?;
+    let mut ok = true;
+    for (i, (spec, item)) in built.iter().zip(items).enumerate() {
+        let kind = filter::kind(spec.kind()).filter(|k| k.single());
+        if let Some(kind) = kind
+            && built[..i].iter().any(|s| s.kind() == kind.name())
+        {
+            let message = format!("at most one {} filter per cluster", kind.name());
+            cx.error(&index(path, i), item.mark, message);
+            ok = false;
+        }
+    }
+    ok.then_some(built)
 }
 
 fn filter_spec(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<filter::FilterSpec> {
