@@ -19,6 +19,8 @@
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`sni`]: the shared SNI port: server names to generations
 //! - [`tls`]: rustls configurations from validated material
+//! - [`throttle`]: the quota filter on a connection: bytes counted, the
+//!   throttle time in Produce responses, the request side muted (KIP-219)
 
 mod block;
 mod buffer;
@@ -41,6 +43,7 @@ pub(crate) mod scram;
 pub(crate) mod sni;
 mod splice;
 pub(crate) mod stream;
+mod throttle;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

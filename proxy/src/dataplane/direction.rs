@@ -13,6 +13,7 @@ use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
+use super::throttle::Metered;
 use super::upstream::UpstreamError;
 use crate::signals::CloseReason;
 
@@ -28,6 +29,8 @@ pub(super) const CHUNK: usize = 64 * 1024;
 #[derive(Debug)]
 pub(super) struct Slot {
     pub(super) answer: Answer,
+    /// What the quota filter needs of the response, when it counts it.
+    pub(super) metered: Option<Box<Metered>>,
     pub(super) _permit: OwnedSemaphorePermit,
 }
 

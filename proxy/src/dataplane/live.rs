@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::tls::{self, TlsError};
+use crate::config::filter::{FilterSpec, QuotaSpec};
 use crate::config::model::{Limits, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::filter::{self, Filter};
@@ -74,12 +75,20 @@ pub(crate) type Chain = Arc<Filters>;
 pub(crate) struct Filters {
     /// Filters that judge a request by its header, in order.
     pub(crate) head: Vec<Arc<dyn Filter>>,
+    /// The `quota` filter's rates; what it measured lives on the cluster
+    /// (`ClusterRuntime::quota`), outside the chain, so that swapping the
+    /// chain resets no usage.
+    pub(crate) quota: Option<QuotaSpec>,
 }
 
 /// The running filters `config` names.
 pub(crate) fn chain(config: &VirtualCluster) -> Chain {
     Arc::new(Filters {
         head: config.filters.iter().filter_map(filter::build).collect(),
+        quota: config.filters.iter().find_map(|f| match f {
+            FilterSpec::Quota(spec) => Some(*spec),
+            _ => None,
+        }),
     })
 }
 

@@ -24,6 +24,7 @@ use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::inflight::Receiver;
 use super::patience::Patient;
 use super::splice::Splice;
+use super::throttle;
 use crate::signals::DecodedApi;
 
 /// Kafka's ApiVersions key.
@@ -92,8 +93,17 @@ where
                 let header = *header;
                 // Read per frame: a reload may change them in place.
                 let max = cluster.limits().max_frame_bytes;
-                let relayed =
-                    Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
+                // The quota's hook: a metered request's response is
+                // counted (Fetch) or given its throttle time (Produce).
+                let relayed = match front.metered.as_deref() {
+                    Some(m) => {
+                        let (b, r, w) = (&mut buf, &mut rd, &mut wr);
+                        Box::pin(throttle::relay(m, &header, max, b, r, w, cluster)).await
+                    }
+                    None => {
+                        Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await
+                    }
+                };
                 match relayed {
                     Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
@@ -122,7 +132,7 @@ fn closed(queue: &VecDeque<Slot>) -> ConnError {
 }
 
 /// Passes on the response to `header`: streamed, or held and rewritten.
-async fn relay<R, W>(
+pub(super) async fn relay<R, W>(
     header: &RequestHeader,
     max: u32,
     buf: &mut FrameBuf,
@@ -170,12 +180,12 @@ where
 }
 
 /// Whether the response to this request is rewritten, so held whole.
-fn held_whole(header: &RequestHeader) -> bool {
+pub(super) fn held_whole(header: &RequestHeader) -> bool {
     header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
 }
 
 /// Rewrites the responses that need it; the rest pass as they are.
-fn transform(
+pub(super) fn transform(
     frame: &Bytes,
     header: &RequestHeader,
     cluster: &ClusterRuntime,

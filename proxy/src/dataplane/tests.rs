@@ -7,6 +7,7 @@
 //! - `memory`: idle connections hold nothing; the process-wide budget
 //! - `routing`: per-cluster connection limits, learned addresses
 //! - `in_place`: limits a reload changes in place reach open connections
+//! - `quota`: the quota filter: throttled Produce and Fetch, in place
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
 //! - `signals`: the client signals, with a real broker and real clients
@@ -34,6 +35,7 @@ mod faults;
 mod in_place;
 mod lookups;
 mod memory;
+mod quota;
 mod routing;
 mod signals;
 mod streaming;

@@ -139,6 +139,9 @@ impl Rate {
 mod tests {
     use super::*;
 
+    /// `(at ms, bytes)` recorded in order.
+    type Records<'a> = &'a [(u64, u64)];
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
@@ -156,7 +159,7 @@ mod tests {
     #[test]
     fn rates_are_measured_over_at_least_ten_windows_like_kafka() {
         // (records, measured at ms, expected bytes per second)
-        let table: &[(&[(u64, u64)], u64, f64)] = &[
+        let table: &[(Records<'_>, u64, f64)] = &[
             // Nothing counted.
             (&[], 0, 0.0),
             // A first burst is spread over ten windows (Kafka's minimum).
@@ -189,7 +192,7 @@ mod tests {
     #[test]
     fn throttle_time_is_what_brings_the_rate_back_under_the_quota() {
         // (records, at ms, quota B/s, expected throttle ms)
-        let table: &[(&[(u64, u64)], u64, u64, u64)] = &[
+        let table: &[(Records<'_>, u64, u64, u64)] = &[
             // Under or at the quota: no throttle.
             (&[(0, 5_000)], 0, 1_000, 0),
             (&[(0, 10_000)], 0, 1_000, 0),
