@@ -71,8 +71,8 @@ async fn a_produce_over_quota_is_throttled_and_the_next_request_waits_it_out() {
     let started = Instant::now();
     let throttle = produce_round(&mut client, &mut upstream, &produce_as("app", 1, 10_800)).await;
     assert!(
-        (700..=800).contains(&throttle),
-        "throttle_time_ms {throttle}, expected about 800"
+        (500..=800).contains(&throttle),
+        "throttle_time_ms {throttle}, expected 800 less the time since the rig started"
     );
     let series = "sluice_throttle_seconds_total{cluster=\"orders\",kind=\"produce\"}";
     assert!((rig.metric(series) - f64::from(throttle) / 1000.0).abs() < 0.01);
@@ -120,13 +120,14 @@ async fn a_fetch_response_counts_against_the_fetch_quota_and_mutes_the_connectio
     assert_eq!(read_frame(&mut client).await, answer);
     fetch_in_flight(&mut client, &mut upstream, 2).await;
     let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(400),
-        "the next Fetch went upstream after {waited:?}"
-    );
+    // 500 ms less the time since the rig started.
     let series = "sluice_throttle_seconds_total{cluster=\"orders\",kind=\"fetch\"}";
     let throttled = rig.metric(series);
-    assert!((0.4..=0.5).contains(&throttled), "throttled {throttled} s");
+    assert!((0.2..=0.5).contains(&throttled), "throttled {throttled} s");
+    assert!(
+        waited >= Duration::from_secs_f64(throttled),
+        "the next Fetch went upstream after {waited:?}, within the {throttled} s throttle"
+    );
     let bytes = "sluice_quota_bytes_total{cluster=\"orders\",client_id=\"test\",kind=\"fetch\"}";
     assert_eq!(rig.metric(bytes), 10_500.0);
 }
