@@ -109,9 +109,6 @@ impl ClusterRuntime {
             unknown_nodes: cluster_metrics.unknown_nodes.clone(),
         };
         let signals = metrics.signals().cluster(name, &shared);
-        let filters = super::live::chain(config);
-        let quota = metrics.quotas().cluster(name);
-        quota.configure(filters.quota);
         Ok(Arc::new(ClusterRuntime {
             advertised: match &config.gateway.routing {
                 Routing::Ports(p) => {
@@ -119,8 +116,8 @@ impl ClusterRuntime {
                 }
                 Routing::Sni(s) => Advertised::sni(s.broker_host_pattern.clone(), s.port.get()),
             },
-            filters: LiveChain::new(filters),
-            quota,
+            filters: LiveChain::new(super::live::chain(config)),
+            quota: metrics.quotas().cluster(name),
             metrics: cluster_metrics,
             signals,
             budget: Arc::clone(metrics.budget()),

@@ -65,4 +65,8 @@ fn a_producer_over_its_quota_settles_at_it_and_another_client_is_unaffected() {
     let throttled =
         proxy.metric("sluice_throttle_seconds_total{cluster=\"quota\",kind=\"produce\"}");
     assert!(throttled > 1.0, "throttled for {throttled} s in all");
+    // Measured at the scrape, of the busiest client id's bucket: the heavy
+    // producer's, held near its quota (the last seconds' flush included).
+    let usage = proxy.metric("sluice_quota_usage_ratio{cluster=\"quota\",kind=\"produce\"}");
+    assert!((0.5..=1.5).contains(&usage), "usage ratio {usage}");
 }
