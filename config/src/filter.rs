@@ -12,7 +12,10 @@ use crate::read::Cx;
 use crate::yaml::{Mark, Node};
 
 pub mod deny_apis;
+pub mod quota;
 pub(crate) mod topic_policy;
+
+pub use quota::{ByteRates, QuotaSpec};
 
 use crate::policy::{self, TopicPolicy};
 
@@ -27,6 +30,8 @@ pub enum FilterSpec {
     },
     /// `topic-policy`: who may do what on which topic.
     TopicPolicy(TopicPolicy),
+    /// `quota`: byte and connection rates, enforced by throttling.
+    Quota(QuotaSpec),
 }
 
 impl FilterSpec {
@@ -35,6 +40,7 @@ impl FilterSpec {
         match self {
             FilterSpec::DenyApis { .. } => deny_apis::NAME,
             FilterSpec::TopicPolicy(_) => topic_policy::NAME,
+            FilterSpec::Quota(_) => quota::NAME,
         }
     }
 
@@ -44,6 +50,8 @@ impl FilterSpec {
         match self {
             FilterSpec::DenyApis { apis } => apis.iter().copied().collect(),
             FilterSpec::TopicPolicy(_) => policy::API_OPERATIONS.iter().map(|(k, _)| *k).collect(),
+            // A throttled Produce response is decoded to set its throttle time.
+            FilterSpec::Quota(_) => vec![0],
         }
     }
 }
@@ -93,6 +101,11 @@ const REGISTRY: &[FilterKind] = &[
     FilterKind {
         name: topic_policy::NAME,
         build: topic_policy::build,
+        single: true,
+    },
+    FilterKind {
+        name: quota::NAME,
+        build: quota::build,
         single: true,
     },
 ];

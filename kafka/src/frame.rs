@@ -141,6 +141,20 @@ pub fn expects_response_from(prefix: &[u8], total: usize, header: &RequestHeader
     }
 }
 
+/// The header's client id of a request frame whose first bytes are
+/// `prefix`: `None` while they do not hold all of it, `Some(None)` for a
+/// null client id. Bytes that are not UTF-8 are replaced (the id only
+/// names the client in quotas and metrics).
+pub fn request_client_id(prefix: &[u8]) -> Option<Option<std::borrow::Cow<'_, str>>> {
+    let mut b = prefix.get(12..)?;
+    let len = b.try_get_i16().ok()?;
+    let Ok(len) = usize::try_from(len) else {
+        return Some(None);
+    };
+    let id = b.get(..len)?;
+    Some(Some(String::from_utf8_lossy(id)))
+}
+
 /// Reads `acks` from a Produce request, skipping the header's client id (and,
 /// from v9, its tagged fields) and, from v3, the transactional id.
 fn produce_acks(frame: &[u8], version: i16) -> Option<i16> {
@@ -202,6 +216,29 @@ impl AdvanceChecked for &[u8] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn client_ids_are_read_once_whole() {
+        let frame = |id: &[u8]| {
+            let mut f = vec![0, 0, 0, 9, 0, 0, 0, 9, 0, 0, 0, 1];
+            f.extend_from_slice(id);
+            f
+        };
+        let whole = frame(&[0, 3, b'a', b'p', b'p', 0xff]);
+        assert_eq!(
+            super::request_client_id(&whole).unwrap().as_deref(),
+            Some("app")
+        );
+        assert_eq!(super::request_client_id(&whole[..16]), None);
+        assert_eq!(super::request_client_id(&whole[..12]), None);
+        let null = frame(&[0xff, 0xff]);
+        assert_eq!(super::request_client_id(&null), Some(None));
+        let lossy = frame(&[0, 1, 0xff]);
+        assert_eq!(
+            super::request_client_id(&lossy).unwrap().as_deref(),
+            Some("\u{fffd}")
+        );
+    }
+
     use bytes::BytesMut;
     use kafka_protocol::messages::{ProduceRequest, RequestHeader as KRequestHeader};
     use kafka_protocol::protocol::{Encodable, StrBytes};

@@ -12,6 +12,7 @@
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
 //! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
+//! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -24,6 +25,7 @@ pub mod policy;
 pub mod rewrite;
 mod splice;
 pub mod streamed;
+pub mod throttle;
 pub mod versions;
 pub mod wire;
 

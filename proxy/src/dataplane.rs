@@ -20,6 +20,8 @@
 //! - [`check`]: the upstream check a reload runs before it commits
 //! - [`sni`]: the shared SNI port: server names to generations
 //! - [`tls`]: rustls configurations from validated material
+//! - [`throttle`]: the quota filter on a connection: bytes counted, the
+//!   throttle time in Produce responses, the request side muted (KIP-219)
 
 mod block;
 mod buffer;
@@ -35,6 +37,7 @@ pub(crate) mod listener;
 pub(crate) mod live;
 mod lookup;
 mod merged;
+mod metered;
 mod patience;
 mod pool;
 mod requests;
@@ -46,6 +49,7 @@ pub(crate) mod sni;
 mod splice;
 mod split;
 pub(crate) mod stream;
+mod throttle;
 pub(crate) mod tls;
 pub(crate) mod upstream;
 

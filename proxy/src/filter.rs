@@ -38,10 +38,10 @@ pub(crate) trait Filter: fmt::Debug + Send + Sync {
 }
 
 /// The running header filter for a spec; `None` for a filter that is not
-/// one (the topic policy has its own place in the chain).
+/// one (the topic policy and the quota have their own places in the chain).
 pub(crate) fn build(spec: &FilterSpec) -> Option<Arc<dyn Filter>> {
     match spec {
         FilterSpec::DenyApis { apis } => Some(Arc::new(deny_apis::DenyApis::new(apis.clone()))),
-        FilterSpec::TopicPolicy(_) => None,
+        FilterSpec::TopicPolicy(_) | FilterSpec::Quota(_) => None,
     }
 }

@@ -10,6 +10,7 @@
 //! - [`frontdoor`]: the front-door check, a cluster's gateway as a client sees it
 //! - [`observe`]: what the engine's analysis observes in production: the
 //!   front door and the signals
+//! - `quota`: what the quota filter measures of each cluster's clients
 //! - [`signals`]: what the data plane counts of each cluster's clients, and
 //!   the rule that judges a version by them
 //! - [`admin`]: the admin HTTP API
@@ -33,5 +34,6 @@ pub mod frontdoor;
 mod lifecycle;
 pub mod metrics;
 pub mod observe;
+mod quota;
 pub mod server;
 pub mod signals;

@@ -14,6 +14,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::budget::Budget;
+use crate::quota::Quotas;
 use crate::signals::Signals;
 
 /// `cluster` label.
@@ -116,6 +117,7 @@ pub struct Metrics {
     families: Families,
     budget: Arc<Budget>,
     signals: Arc<Signals>,
+    quotas: Arc<Quotas>,
 }
 
 impl Default for Metrics {
@@ -133,11 +135,14 @@ impl Metrics {
         let budget = crate::budget::register(&mut r);
         let signals = Signals::default();
         signals.register(&mut r);
+        let quotas = Quotas::default();
+        quotas.register(&mut r);
         Metrics {
             registry: std::sync::Mutex::new(r),
             families,
             budget: Arc::new(budget),
             signals: Arc::new(signals),
+            quotas: Arc::new(quotas),
         }
     }
 
@@ -169,6 +174,12 @@ impl Metrics {
     /// per process, like this one, so the counts outlive generations.
     pub fn signals(&self) -> &Arc<Signals> {
         &self.signals
+    }
+
+    /// The quota usage of every virtual cluster, by name: like the
+    /// signals, it outlives generations and filter chains.
+    pub(crate) fn quotas(&self) -> &Arc<Quotas> {
+        &self.quotas
     }
 
     /// Registers more metrics (the admin API and reload engine add theirs).
@@ -208,10 +219,12 @@ impl Metrics {
         };
         // At 0 from the start, so that an alert on its increase sees the
         // first refused connection too.
-        f.connections_rejected.get_or_create_owned(&ReasonLabels {
-            cluster: name.to_owned(),
-            reason: "max_connections",
-        });
+        for reason in ["max_connections", "connection_rate"] {
+            f.connections_rejected.get_or_create_owned(&ReasonLabels {
+                cluster: name.to_owned(),
+                reason,
+            });
+        }
         ClusterMetrics {
             name: name.to_owned(),
             families: f.clone(),
@@ -354,7 +367,7 @@ impl Families {
         );
         r.register(
             "connections_rejected",
-            "Client connections closed at once (reason: max_connections, no_route)",
+            "Client connections closed at once (reason: max_connections, connection_rate: over the quota filter's connectionsPerSecond, no_route)",
             self.connections_rejected.clone(),
         );
         r.register(

@@ -21,6 +21,7 @@ use crate::config::model::{Routing, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::config::types::HostPort;
 use crate::metrics::{ClusterMetrics, Metrics};
+use crate::quota::ClusterQuota;
 use crate::signals::{ClusterSignals, Shared};
 
 /// An upstream node's address as the upstream cluster announces it.
@@ -58,6 +59,9 @@ pub(crate) struct ClusterRuntime {
     pub(crate) signals: Arc<ClusterSignals>,
     /// The process-wide budget of buffered bytes.
     budget: Arc<Budget>,
+    /// What the quota filter measured of the cluster's clients, shared with
+    /// its other generations (the rates in force are in the chain).
+    pub(crate) quota: Arc<ClusterQuota>,
     nodes: RwLock<HashMap<i32, NodeAddr>>,
     /// The proxy's own lookups of the brokers: one in flight, failures
     /// remembered for a second.
@@ -113,6 +117,7 @@ impl ClusterRuntime {
                 Routing::Sni(s) => Advertised::sni(s.broker_host_pattern.clone(), s.port.get()),
             },
             filters: LiveChain::new(super::live::chain(config)),
+            quota: metrics.quotas().cluster(name),
             metrics: cluster_metrics,
             signals,
             budget: Arc::clone(metrics.budget()),
@@ -171,6 +176,7 @@ impl ClusterRuntime {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = next.tls;
         self.limits.store(next.limits);
+        self.quota.configure(next.filters.quota);
         self.filters.store(next.filters);
         // A failure remembered was with the old material.
         self.lookups.forget();
@@ -239,6 +245,14 @@ impl ClusterRuntime {
     /// in the cluster, counting those of its older generations still
     /// draining.
     pub(crate) fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        if let Some(spec) = self.filters().quota
+            && !self
+                .quota
+                .admit_connection(&spec, tokio::time::Instant::now())
+        {
+            self.metrics.rejected("connection_rate");
+            return None;
+        }
         if !self
             .metrics
             .open_connection(self.limits.load().max_connections)

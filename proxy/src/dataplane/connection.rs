@@ -63,7 +63,7 @@ pub(crate) async fn serve(
     role: Role,
 ) {
     let Some(_admitted) = cluster.admit() else {
-        tracing::debug!(cluster = %cluster.name(), %peer, "connection refused: maxConnections reached");
+        tracing::debug!(cluster = %cluster.name(), %peer, "connection refused: maxConnections or connectionsPerSecond reached");
         return;
     };
     // The client signals: a client at this address reached a broker port,

@@ -13,6 +13,7 @@ use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
+use super::metered::Metered;
 pub(super) use super::split::Merged;
 use super::upstream::UpstreamError;
 use crate::signals::CloseReason;
@@ -29,6 +30,8 @@ pub(super) const CHUNK: usize = 64 * 1024;
 #[derive(Debug)]
 pub(super) struct Slot {
     pub(super) answer: Answer,
+    /// What the quota filter needs of the response, when it counts it.
+    pub(super) metered: Option<Box<Metered>>,
     pub(super) _permit: OwnedSemaphorePermit,
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::tls::{self, TlsError};
-use crate::config::filter::FilterSpec;
+use crate::config::filter::{FilterSpec, QuotaSpec};
 use crate::config::model::{Limits, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::filter::topic_policy::TopicPolicy;
@@ -79,15 +79,23 @@ pub(crate) struct Filters {
     /// The topic policy, judging each topic a request names (after the
     /// header filters let it through).
     pub(crate) policy: Option<Arc<TopicPolicy>>,
+    /// The `quota` filter's rates; what it measured lives on the cluster
+    /// (`ClusterRuntime::quota`), outside the chain, so that swapping the
+    /// chain resets no usage.
+    pub(crate) quota: Option<QuotaSpec>,
 }
 
 /// The running filters `config` names.
 pub(crate) fn chain(config: &VirtualCluster) -> Chain {
     Arc::new(Filters {
         head: config.filters.iter().filter_map(filter::build).collect(),
-        // At most one per cluster (validated).
+        // At most one of each per cluster (validated).
         policy: config.filters.iter().find_map(|f| match f {
             FilterSpec::TopicPolicy(p) => Some(Arc::new(TopicPolicy::new(p.clone()))),
+            _ => None,
+        }),
+        quota: config.filters.iter().find_map(|f| match f {
+            FilterSpec::Quota(spec) => Some(*spec),
             _ => None,
         }),
     })

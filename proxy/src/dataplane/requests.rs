@@ -13,8 +13,8 @@ use sluice_config::policy::Operation;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
 use sluice_kafka::frame::{
-    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_frame_size,
-    request_header,
+    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_client_id,
+    request_frame_size, request_header,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -25,7 +25,10 @@ use super::cluster::ClusterRuntime;
 use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
 use super::inflight::Sender;
 use super::live::Filters;
+use super::metered::{Metered, Mute};
 use super::splice::Splice;
+use super::throttle;
+use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
 
 mod police;
@@ -61,20 +64,13 @@ where
         tokio::time::sleep(jitter(cluster.drain_spread())).await;
     };
     tokio::pin!(stop);
+    // Made at the first request a quota mutes the connection for.
+    let mut mute: Option<Arc<Mute>> = None;
     loop {
-        if buf.unread().is_empty() {
-            // Between frames with nothing read: send what passed, and wait
-            // for the client holding no buffer.
-            buf.flush(&mut wr).await?;
-            buf.release_if_empty();
-            let n = tokio::select! {
-                () = &mut stop => return Ok(()),
-                n = buf.read_idle(&mut rd) => n?,
-            };
-            if n == 0 {
-                return Ok(());
-            }
-            Box::pin(buf.adopt(n)).await;
+        if buf.unread().is_empty()
+            && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop, &mute).await?
+        {
+            return Ok(());
         }
         // Read per frame: a reload may change them in place.
         let limits = cluster.limits();
@@ -84,18 +80,18 @@ where
         let Some(total) = head.await? else {
             return Ok(());
         };
+        // A mute that began while this request's head was read (a Fetch
+        // response's): the rest waits.
+        if mute.is_some()
+            && !Box::pin(throttle::wait_muted(&mute, &mut buf, &mut wr, &mut stop)).await?
+        {
+            return Ok(());
+        }
         let header = request_header(buf.unread())?;
         cluster.metrics.request(api_name(header.api_key));
-        let request = Request {
-            header,
-            total,
-            permits: &permits,
-            tx: &tx,
-            cluster,
-        };
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
-        let way = Way {
+        let mut way = Way {
             buf: &mut buf,
             rd: &mut rd,
             wr: &mut wr,
@@ -104,11 +100,28 @@ where
         };
         // The chain in force when the request starts judges all of it.
         let chain = cluster.filters();
-        let stopped = match decide(&chain, &header) {
-            Verdict::Forward => match chain.policy.as_ref().and_then(|p| {
-                let op = p.polices(header.api_key)?;
-                Some((Arc::clone(p), op))
-            }) {
+        let verdict = decide(&chain, &header);
+        let metered = match chain.quota {
+            Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
+                Box::pin(way.meter(&spec, cluster, &header, total, &mut mute)).await?
+            }
+            _ => None,
+        };
+        let policed = chain.policy.as_ref().and_then(|p| {
+            let op = p.polices(header.api_key)?;
+            Some((Arc::clone(p), op))
+        });
+        drop(chain);
+        let request = Request {
+            header,
+            total,
+            permits: &permits,
+            tx: &tx,
+            cluster,
+            metered,
+        };
+        let stopped = match verdict {
+            Verdict::Forward => match policed {
                 Some((policy, Operation::Produce)) => {
                     Box::pin(way.produce(request, policy)).await?
                 }
@@ -124,6 +137,38 @@ where
             return Ok(());
         }
     }
+}
+
+/// Between frames with nothing read: sends what passed, waits out a
+/// quota's mute (nothing is read until the throttle time is over,
+/// KIP-219), and waits for the client holding no buffer. False when the
+/// client closed or the generation drains first.
+async fn between_frames<R, W>(
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    stop: &mut (impl Future<Output = ()> + Unpin),
+    mute: &Option<Arc<Mute>>,
+) -> Result<bool, ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    buf.flush(wr).await?;
+    buf.release_if_empty();
+    // Boxed, like each frame's way: held only while muted.
+    if mute.is_some() && !Box::pin(throttle::wait_muted(mute, buf, wr, stop)).await? {
+        return Ok(false);
+    }
+    let n = tokio::select! {
+        () = stop => return Ok(false),
+        n = buf.read_idle(rd) => n?,
+    };
+    if n == 0 {
+        return Ok(false);
+    }
+    Box::pin(buf.adopt(n)).await;
+    Ok(true)
 }
 
 /// Reads until the head of the next request is in `buf`: its size, or
@@ -165,6 +210,8 @@ struct Request<'a> {
     permits: &'a Arc<Semaphore>,
     tx: &'a Sender<Slot>,
     cluster: &'a ClusterRuntime,
+    /// What the quota filter needs of the response.
+    metered: Option<Box<Metered>>,
 }
 
 impl Request<'_> {
@@ -193,9 +240,10 @@ impl Request<'_> {
     }
 
     /// Queues the request's answer in its slot.
-    fn send(&self, answer: Answer, permit: OwnedSemaphorePermit) {
+    fn send(&mut self, answer: Answer, permit: OwnedSemaphorePermit) {
         self.tx.send(Slot {
             answer,
+            metered: self.metered.take(),
             _permit: permit,
         });
     }
@@ -221,10 +269,43 @@ where
     W: AsyncWrite + Splice + Unpin,
     S: Future<Output = ()> + Unpin,
 {
+    /// Counts a Produce or Fetch against the quota `spec` by its client id
+    /// (read on until it is in the buffer: it nearly always is, it follows
+    /// the head); what its response needs.
+    async fn meter(
+        &mut self,
+        spec: &QuotaSpec,
+        cluster: &ClusterRuntime,
+        header: &RequestHeader,
+        total: usize,
+        mute: &mut Option<Arc<Mute>>,
+    ) -> Result<Option<Box<Metered>>, ConnError> {
+        let (buf, rd, wr, clock) = (
+            &mut *self.buf,
+            &mut *self.rd,
+            &mut *self.wr,
+            &mut *self.clock,
+        );
+        while request_client_id(buf.unread()).is_none() && buf.unread().len() < total.min(CHUNK) {
+            if buf.read_more(rd, wr, clock).await? == 0 {
+                return Err(ConnError::ClosedMidFrame);
+            }
+        }
+        let id = request_client_id(buf.unread()).flatten();
+        Ok(throttle::meter(
+            spec,
+            cluster,
+            header,
+            total,
+            id.as_deref(),
+            mute,
+        ))
+    }
+
     /// Sends a request on upstream, streamed, after queuing its slot when it
     /// expects an answer. True when the generation drained before any of it
     /// went.
-    async fn forward(self, request: Request<'_>) -> Result<bool, ConnError> {
+    async fn forward(self, mut request: Request<'_>) -> Result<bool, ConnError> {
         let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
         let total = request.total;
         // Produce with acks=0 gets no answer; its acks sit after the client and
@@ -266,7 +347,7 @@ where
     /// Answers a request a filter denies: held whole (to decode it), answered
     /// in its turn, freed. True when the generation drained before it had a
     /// slot.
-    async fn deny(self, request: Request<'_>, error_code: i16) -> Result<bool, ConnError> {
+    async fn deny(self, mut request: Request<'_>, error_code: i16) -> Result<bool, ConnError> {
         let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
         let (header, cluster) = (request.header, request.cluster);
         let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {

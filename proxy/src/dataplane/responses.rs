@@ -22,8 +22,10 @@ use super::fetch;
 use super::held::{held_whole, response_head, transform};
 use super::inflight::Receiver;
 use super::merged::relay_merged;
+use super::metered::Metered;
 use super::patience::Patient;
 use super::splice::Splice;
+use super::throttle;
 
 /// Kafka's Metadata key.
 const METADATA: i16 = 3;
@@ -106,8 +108,17 @@ where
                 let header = *header;
                 // Read per frame: a reload may change them in place.
                 let max = cluster.limits().max_frame_bytes;
-                let relayed =
-                    Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await;
+                // The quota's hook: a metered request's response is
+                // counted (Fetch) or given its throttle time (Produce).
+                let relayed = match front.metered.as_deref() {
+                    Some(m) => {
+                        let (b, r, w) = (&mut buf, &mut rd, &mut wr);
+                        Box::pin(relay_metered(m, &header, max, b, r, w, cluster)).await
+                    }
+                    None => {
+                        Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await
+                    }
+                };
                 match relayed {
                     Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
@@ -132,8 +143,38 @@ fn closed(queue: &VecDeque<Slot>) -> ConnError {
     ConnError::UpstreamClosed(waiting)
 }
 
+/// Passes on the response to a request the quota metered: a throttled
+/// Produce's with its throttle time; a Fetch's as usual, then counted by
+/// its size (the connection muted for the throttle time it earned).
+async fn relay_metered<R, W>(
+    metered: &Metered,
+    header: &RequestHeader,
+    max: u32,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    match metered {
+        Metered::Produce { throttle_ms } => {
+            throttle::relay_produce(*throttle_ms, header, max, buf, rd, wr, cluster).await
+        }
+        Metered::Fetch { spec, client, mute } => {
+            let mut clock = FrameClock::unlimited();
+            let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
+            relay(header, max, buf, rd, wr, cluster).await?;
+            throttle::fetched(spec, client, mute, total, cluster);
+            Ok(())
+        }
+    }
+}
+
 /// Passes on the response to `header`: streamed, or held and rewritten.
-async fn relay<R, W>(
+pub(super) async fn relay<R, W>(
     header: &RequestHeader,
     max: u32,
     buf: &mut FrameBuf,

@@ -9,6 +9,7 @@
 //! - `in_place`: limits a reload changes in place reach open connections
 //! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
 //! - `policy`: a topic policy split, answer, merge and filter per topic
+//! - `quota`: the quota filter: throttled Produce and Fetch, in place
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
 //! - `signals`: the client signals, with a real broker and real clients
@@ -39,6 +40,7 @@ mod lookups;
 mod memory;
 mod policy;
 mod policy_produce;
+mod quota;
 mod routing;
 mod signals;
 mod streaming;

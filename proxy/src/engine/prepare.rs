@@ -145,6 +145,9 @@ pub(super) fn commit(
     if let Some(old) = inner.clusters.get(&name).and_then(|g| g.runtime.as_ref()) {
         runtime.inherit_nodes(old);
     }
+    // The usage gauge measures against the quota in force from now on (not
+    // one a reload prepared and then gave up).
+    runtime.quota.configure(runtime.filters().quota);
     let mut addrs = Vec::new();
     for (addr, role, socket) in prepared.sockets {
         // An SNI port's table is built once every generation is in place

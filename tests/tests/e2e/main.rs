@@ -18,6 +18,7 @@
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
 //! - [`splice`]: records moved socket to socket, never copied, in plaintext
+//! - [`quota`]: a producer over its quota held to it, another unaffected
 //! - [`process`]: startup policies, signals, `--persist`
 //! - [`admin_limits`]: the admin API under hostile callers
 //! - [`watcher`]: the watcher with the real proxy and real files
@@ -52,6 +53,7 @@ mod own_client;
 mod parity;
 mod policy;
 mod process;
+mod quota;
 mod reload;
 mod reload_failures;
 mod roots;

@@ -63,7 +63,7 @@ where
     /// before it had a slot.
     pub(super) async fn police(
         self,
-        request: Request<'_>,
+        mut request: Request<'_>,
         policy: Arc<TopicPolicy>,
         op: Operation,
     ) -> Result<bool, ConnError> {

@@ -26,8 +26,10 @@ use sluice_tests::peers::Tansu;
 use sluice_tests::prometheus::{alerting_rules, dashboard_file, output, rules, webhook};
 use sluice_tests::promql::{metric_names, offered};
 
-const DENY: &str =
-    "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics] }\n";
+const DENY: &str = "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics] }\n      - type: quota\n        config: { produceBytesPerSecond: 1073741824 }\n";
+/// A quota no test traffic reaches: its usage gauge is exported.
+const QUOTA: &str =
+    "    filters:\n      - type: quota\n        config: { produceBytesPerSecond: 1073741824 }\n";
 
 /// A webhook on 127.0.0.1 (its metrics on plain HTTP) that has answered
 /// one AdmissionReview; returns it and its metrics address.
@@ -125,7 +127,11 @@ pub(super) fn scrape_every_program() -> Vec<String> {
     let next = proxy.render(&with_drain(
         "2s",
         &[
-            listed_times(&tansu_cluster("ops", &tansu.addr, port, ""), &tansu.addr, 2),
+            listed_times(
+                &tansu_cluster("ops", &tansu.addr, port, QUOTA),
+                &tansu.addr,
+                2,
+            ),
             tls.clone(),
         ],
     ));

@@ -1,0 +1,125 @@
+//! `throttle_time_ms` in the responses of requests the proxy throttles
+//! (KIP-219: the client is told how long it was held back, and backs off
+//! without an error). Only Produce, whose responses are small: Fetch
+//! responses stream, and their throttle time waits for the streamed path.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, ProduceResponse, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Message};
+
+use super::codec::{Framer, decode};
+use super::frame::RequestHeader;
+use super::rewrite::RewriteError;
+use super::wire;
+
+/// The Produce response `frame` (length prefix included) to `request`
+/// with `throttle_time_ms` at least `ms` (a broker's own throttle time, if
+/// longer, is kept). Versions the codec does not decode (0-2, which
+/// ApiVersions never offers through the proxy; version 0 has no such
+/// field) are returned as they came.
+pub fn produce_throttled(
+    frame: &Bytes,
+    request: &RequestHeader,
+    ms: i32,
+) -> Result<Bytes, RewriteError> {
+    let version = request.api_version;
+    let fail = |reason: String| RewriteError {
+        api: "Produce".to_owned(),
+        version,
+        reason,
+    };
+    if request.api_key != ApiKey::Produce as i16 {
+        return Err(fail("not a Produce response".to_owned()));
+    }
+    if version < <ProduceResponse as Message>::VERSIONS.min {
+        return Ok(frame.clone());
+    }
+    let header_version = ApiKey::Produce.response_header_version(version);
+    let mut buf = frame.slice(4..);
+    wire::check(&wire::RESPONSE_HEADER, header_version, &buf).map_err(|e| fail(e.to_string()))?;
+    let header =
+        ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
+    let mut response = decode::<ProduceResponse>(&mut buf, version).map_err(fail)?;
+    response.throttle_time_ms = response.throttle_time_ms.max(ms);
+    let out = Framer {
+        header: &header,
+        header_version,
+    };
+    out.frame(&response, version, &buf).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::*;
+    use crate::encode;
+
+    fn produce_response(version: i16, throttle_ms: i32) -> Bytes {
+        let response = ProduceResponse::default()
+            .with_responses(vec![
+                TopicProduceResponse::default()
+                    .with_name(StrBytes::from_static_str("orders").into())
+                    .with_partition_responses(vec![
+                        PartitionProduceResponse::default()
+                            .with_index(0)
+                            .with_base_offset(42),
+                    ]),
+            ])
+            .with_throttle_time_ms(throttle_ms);
+        encode::response(ApiKey::Produce, version, 7, &response).unwrap()
+    }
+
+    fn header(version: i16) -> RequestHeader {
+        RequestHeader {
+            api_key: ApiKey::Produce as i16,
+            api_version: version,
+            correlation_id: 7,
+        }
+    }
+
+    fn throttle_of(frame: &Bytes, version: i16) -> i32 {
+        let header_version = ApiKey::Produce.response_header_version(version);
+        let mut buf = frame.slice(4..);
+        ResponseHeader::decode(&mut buf, header_version).unwrap();
+        decode::<ProduceResponse>(&mut buf, version)
+            .unwrap()
+            .throttle_time_ms
+    }
+
+    #[test]
+    fn the_longer_throttle_time_is_set_at_every_version_that_has_one() {
+        // (version, broker's throttle ms, proxy's, expected)
+        let table = [
+            (3, 0, 250, 250),
+            (5, 0, 1, 1),
+            (8, 900, 250, 900),
+            (9, 0, 5_000, 5_000),
+            (11, 10, 20, 20),
+        ];
+        for (version, broker, proxy, expected) in table {
+            let frame = produce_response(version, broker);
+            let out = produce_throttled(&frame, &header(version), proxy).unwrap();
+            assert_eq!(throttle_of(&out, version), expected, "v{version}");
+            // Only the throttle time differs.
+            let same = produce_throttled(&out, &header(version), 0).unwrap();
+            assert_eq!(same, out, "v{version}");
+            assert_eq!(out.len(), frame.len(), "v{version}");
+        }
+    }
+
+    #[test]
+    fn versions_the_codec_cannot_decode_pass_as_they_came() {
+        let frame = Bytes::from_static(&[0, 0, 0, 6, 0, 0, 0, 7, 0, 1]);
+        assert_eq!(produce_throttled(&frame, &header(2), 100).unwrap(), frame);
+    }
+
+    #[test]
+    fn a_response_that_does_not_decode_is_an_error() {
+        let frame = Bytes::from_static(&[0, 0, 0, 6, 0, 0, 0, 7, 0, 1]);
+        assert!(produce_throttled(&frame, &header(5), 100).is_err());
+    }
+}

@@ -1,0 +1,145 @@
+//! The quota filter on a connection, the way brokers enforce quotas
+//! (KIP-219). Bytes are counted as they pass: a Produce request's frame
+//! on the request side, a Fetch response's frame (its size is in its head)
+//! on the response side. Over a quota, the response goes out at once
+//! (a Produce response carrying `throttle_time_ms`), and the connection's
+//! request side stops reading for the throttle time: nothing of the client
+//! is read or buffered meanwhile, its own TCP window holds it back.
+//!
+//! Fetch responses keep the broker's `throttle_time_ms` for now: setting
+//! the proxy's there waits for the streamed Fetch path (KIP-951).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_config::filter::QuotaSpec;
+use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::throttle::produce_throttled;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
+
+use super::block::charged;
+use super::buffer::FrameBuf;
+use super::cluster::ClusterRuntime;
+use super::direction::{ConnError, FrameClock};
+use super::held::{held_whole, response_head, transform};
+use super::metered::{Metered, Mute};
+use super::splice::Splice;
+use crate::quota::{Client, Kind};
+
+/// Kafka's Produce key.
+const PRODUCE: i16 = 0;
+/// Kafka's Fetch key.
+const FETCH: i16 = 1;
+
+/// A request the quota counts: Produce and Fetch.
+pub(super) fn counts(header: &RequestHeader) -> bool {
+    header.api_key == PRODUCE || header.api_key == FETCH
+}
+
+/// Counts a request of `total` bytes from `client_id` against `spec`;
+/// mutes the connection when a Produce goes over it. What its response
+/// needs (`None`: nothing).
+pub(super) fn meter(
+    spec: &QuotaSpec,
+    cluster: &ClusterRuntime,
+    header: &RequestHeader,
+    total: usize,
+    client_id: Option<&str>,
+    mute: &mut Option<Arc<Mute>>,
+) -> Option<Box<Metered>> {
+    let client = cluster.quota.client(client_id, spec.max_client_ids);
+    if header.api_key == FETCH {
+        let mute = Arc::clone(mute.get_or_insert_with(Arc::default));
+        return Some(Box::new(Metered::Fetch {
+            spec: *spec,
+            client,
+            mute,
+        }));
+    }
+    let now = Instant::now();
+    let wait = cluster
+        .quota
+        .record(spec, &client, Kind::Produce, total as u64, now);
+    if wait.is_zero() {
+        return None;
+    }
+    mute.get_or_insert_with(Arc::default).extend(now + wait);
+    let throttle_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    Some(Box::new(Metered::Produce { throttle_ms }))
+}
+
+/// Waits out the connection's mute, if any, with what passed written
+/// first; false when `stop` (the drain) comes first.
+pub(super) async fn wait_muted<W: AsyncWrite + Unpin>(
+    mute: &Option<Arc<Mute>>,
+    buf: &mut FrameBuf,
+    wr: &mut W,
+    stop: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<bool, ConnError> {
+    let Some(until) = mute.as_ref().and_then(|m| m.until(Instant::now())) else {
+        return Ok(true);
+    };
+    buf.flush(wr).await?;
+    buf.release_if_empty();
+    tokio::select! {
+        () = stop => Ok(false),
+        () = tokio::time::sleep_until(until) => Ok(true),
+    }
+}
+
+/// Passes on the response to a throttled Produce: held (it is small),
+/// given its throttle time, and rewritten like any other when it carries
+/// broker endpoints (v10 on).
+pub(super) async fn relay_produce<R, W>(
+    throttle_ms: i32,
+    header: &RequestHeader,
+    max: u32,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let mut clock = FrameClock::unlimited();
+    let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
+    let held = buf.hold(total, rd, wr, &mut clock).await?;
+    let patched = produce_throttled(&held, header, throttle_ms)?;
+    drop(held);
+    let charge = cluster.budget().force(patched.len());
+    let frame = charged(patched, charge);
+    if !held_whole(header) {
+        buf.write(wr, &frame).await?;
+        return Ok(());
+    }
+    let out = transform(&frame, header, cluster)?;
+    if out.shares(&frame) {
+        return buf.write_parts(wr, out.parts()).await.map_err(Into::into);
+    }
+    drop(frame);
+    let out = out.to_bytes();
+    let charge = cluster.budget().force(out.len());
+    buf.write(wr, &charged(out, charge)).await?;
+    Ok(())
+}
+
+/// A Fetch response of `total` bytes was passed on: counted against the
+/// client's quota, and the connection muted for the throttle time it earned.
+pub(super) fn fetched(
+    spec: &QuotaSpec,
+    client: &Client,
+    mute: &Mute,
+    total: usize,
+    cluster: &ClusterRuntime,
+) {
+    let now = Instant::now();
+    let wait = cluster
+        .quota
+        .record(spec, client, Kind::Fetch, total as u64, now);
+    if wait > Duration::ZERO {
+        mute.extend(Instant::now() + wait);
+    }
+}
