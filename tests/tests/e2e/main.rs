@@ -19,6 +19,7 @@
 //!   consumers that caught up
 //! - [`splice`]: records moved socket to socket, never copied, in plaintext
 //! - [`quota`]: a producer over its quota held to it, another unaffected
+//! - [`filters_live`]: a policy and a quota changed together under steady traffic, in place
 //! - [`process`]: startup policies, signals, `--persist`
 //! - [`admin_limits`]: the admin API under hostile callers
 //! - [`watcher`]: the watcher with the real proxy and real files
@@ -41,6 +42,7 @@ mod certs;
 mod demo;
 mod edges;
 mod faults;
+mod filters_live;
 mod fleet;
 mod gateway;
 mod kip951;
