@@ -141,21 +141,67 @@ impl FrameBuf {
         }
     }
 
-    /// Waits for the first bytes of the next frame in the inline probe,
-    /// holding no chunk meanwhile; then [`FrameBuf::adopt`] them. Dropping
-    /// this wait loses nothing.
-    pub(super) async fn read_idle<R: AsyncRead + Unpin>(
+    /// Waits for the first bytes of the next frame holding no chunk, then
+    /// [`FrameBuf::adopt`] them. On a plain socket it waits for the socket
+    /// to be readable and then reads straight into a chunk, as much as has
+    /// arrived (one read per frame, not a probe's read and another); on
+    /// anything else it reads into the inline probe. Dropping this wait
+    /// loses nothing.
+    pub(super) async fn read_idle<R: AsyncRead + Splice + Unpin>(
         &mut self,
         rd: &mut R,
     ) -> std::io::Result<usize> {
         debug_assert!(self.is_empty());
         self.chunk = None;
-        rd.read(&mut self.probe).await
+        if rd.socket().is_none() {
+            return rd.read(&mut self.probe).await;
+        }
+        loop {
+            if let Some(tcp) = rd.socket() {
+                std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
+            }
+            // Boxed: its state (the budget's wait, the chunk) exists only
+            // while bytes are there to be read, not in an idle connection.
+            if let Some(n) = Box::pin(self.read_into_chunk(rd)).await? {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// Reads what a readable socket has into a new chunk (taken from the
+    /// budget, waiting while there is no room); `None` when it had nothing
+    /// after all (its readiness was stale), the chunk given back.
+    async fn read_into_chunk<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+    ) -> std::io::Result<Option<usize>> {
+        let charge = self.budget.reserve(CHUNK).await;
+        let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
+        let read = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut chunk);
+            Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
+                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
+                Poll::Pending => None,
+            })
+        })
+        .await
+        .transpose()?;
+        if let Some(n) = read.filter(|&n| n > 0) {
+            self.chunk = Some((chunk, charge));
+            self.start = 0;
+            self.end = n;
+        }
+        Ok(read)
     }
 
     /// Takes a chunk from the budget (waiting while there is no room) and
-    /// moves the `n` bytes [`FrameBuf::read_idle`] read into it.
+    /// moves the `n` bytes [`FrameBuf::read_idle`] read into it, unless they
+    /// were read into one already.
     pub(super) async fn adopt(&mut self, n: usize) {
+        if self.chunk.is_some() {
+            debug_assert_eq!((self.start, self.end), (0, n));
+            return;
+        }
         let charge = self.budget.reserve(CHUNK).await;
         let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
         chunk[..n].copy_from_slice(&self.probe[..n]);
@@ -175,7 +221,7 @@ impl FrameBuf {
         clock: &mut FrameClock,
     ) -> Result<usize, ConnError>
     where
-        R: AsyncRead + Unpin,
+        R: AsyncRead + Splice + Unpin,
         W: AsyncWrite + Unpin,
     {
         if let Some(n) = self.read_ready(rd).await? {
