@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::block::{Block, charged};
 use super::direction::{CHUNK, ConnError, FrameClock};
-use super::splice::{self, Splice, Spliced};
+use super::splice::{self, SPLICE_AT_LEAST, Splice, Spliced};
 use crate::budget::{Budget, Charge};
 
 /// What an idle direction reads into while it waits for data.
@@ -143,10 +143,11 @@ impl FrameBuf {
 
     /// Waits for the first bytes of the next frame holding no chunk, then
     /// [`FrameBuf::adopt`] them. On a plain socket it waits for the socket
-    /// to be readable and then reads straight into a chunk, as much as has
-    /// arrived (one read per frame, not a probe's read and another); on
-    /// anything else it reads into the inline probe. Dropping this wait
-    /// loses nothing.
+    /// to be readable and then reads straight into a chunk, up to
+    /// [`SPLICE_AT_LEAST`] of what has arrived: a frame smaller than that
+    /// takes one read, not a probe's read and another, and the body of a
+    /// larger one is still spliced. On anything else it reads into the
+    /// inline probe. Dropping this wait loses nothing.
     pub(super) async fn read_idle<R: AsyncRead + Splice + Unpin>(
         &mut self,
         rd: &mut R,
@@ -177,8 +178,9 @@ impl FrameBuf {
     ) -> std::io::Result<Option<usize>> {
         let charge = self.budget.reserve(CHUNK).await;
         let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
+        let first = SPLICE_AT_LEAST.min(CHUNK);
         let read = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut chunk);
+            let mut rb = ReadBuf::new(&mut chunk[..first]);
             Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
                 Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
                 Poll::Pending => None,

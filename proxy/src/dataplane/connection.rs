@@ -344,3 +344,6 @@ impl Wake for SelfWake {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
