@@ -42,6 +42,12 @@ const SECTION: &str = "per request (one in flight)";
 /// Unrecorded requests of each kind before each pass.
 const WARM: usize = 20;
 
+/// A figure per request: what, its unit, how to read it from a pass.
+type Figure = (&'static str, &'static str, fn(&Counts) -> f64);
+
+/// A path's produce and fetch counts: without strace, and under it.
+type PerPath = (Path, [Counts; 2], [Counts; 2]);
+
 /// Counters of the middle process over one pass.
 #[derive(Debug, Default, Clone)]
 struct Counts {
@@ -62,7 +68,7 @@ pub(crate) fn run(rig: &mut Rig, requests: usize) {
         eprintln!("syscalls: strace is not installed: context switches only");
     }
     for (size, label) in SIZES {
-        let mut per: Vec<(Path, [Counts; 2], [Counts; 2])> = Vec::new();
+        let mut per: Vec<PerPath> = Vec::new();
         for path in [Path::Sluice, Path::Haproxy] {
             let pid = rig.middle(path).expect("a process in the middle");
             let quiet = passes(rig, path, size, requests, pid, false);
@@ -280,7 +286,7 @@ fn fetch(conn: &mut Conn, topic: &str, offset: i64, size: usize) -> usize {
 
 /// Rows per request for one size: produce and fetch, each measure, sluice
 /// against haproxy; the strace breakdown on stderr.
-fn emit(label: &str, n: usize, size: usize, per: &[(Path, [Counts; 2], [Counts; 2])]) {
+fn emit(label: &str, n: usize, size: usize, per: &[PerPath]) {
     let find = |p: Path| per.iter().find(|(q, ..)| *q == p);
     let (Some(s), Some(h)) = (find(Path::Sluice), find(Path::Haproxy)) else {
         return;
@@ -289,7 +295,7 @@ fn emit(label: &str, n: usize, size: usize, per: &[(Path, [Counts; 2], [Counts; 
     let mb = n * size as f64 / 1e6;
     for (i, kind) in ["produce", "fetch"].into_iter().enumerate() {
         let total = |c: &Counts| c.calls.values().sum::<f64>();
-        let figures: [(&str, &'static str, fn(&Counts) -> f64); 4] = [
+        let figures: [Figure; 4] = [
             ("system calls", "calls", |_| f64::NAN),
             ("voluntary context switches (wake-ups)", "switches", |c| {
                 c.voluntary
