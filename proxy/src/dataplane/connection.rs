@@ -228,9 +228,11 @@ where
     // Bounded by the permits its slots carry.
     let (tx, rx) = inflight::queue();
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
-    let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
-    let both = async {
+    // Both directions are made inside the block that runs them: made
+    // outside and moved in, the connection's task kept room for them twice.
+    let both = async move {
+        let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
+        let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
         tokio::pin!(requests, responses);
         tokio::select! {
             r = &mut requests => {
