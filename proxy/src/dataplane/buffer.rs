@@ -1,9 +1,10 @@
 //! How a connection holds bytes, one [`FrameBuf`] per direction.
 //!
-//! An idle connection holds no buffer: it waits for data in a small inline
-//! probe, so whatever passed before, it costs next to nothing between
-//! frames. Once bytes arrive it takes one chunk of [`CHUNK`] from the budget
-//! and reads into it; frames pass through that chunk on their way out (a
+//! An idle connection holds no buffer: it waits for a plain socket to be
+//! readable, or for data in a small inline probe (TLS), so whatever passed
+//! before, it costs next to nothing between frames. Once bytes arrive it
+//! takes one chunk of [`CHUNK`] from the budget and reads into it (from a
+//! plain socket straight away: one read for a frame of up to 16 KiB); frames pass through that chunk on their way out (a
 //! frame of any size streams through it, a chunk at a time), and the chunk
 //! is given back as soon as it is empty at a frame boundary. Frames that
 //! pass are written in one go when several sit in the chunk together.
