@@ -80,7 +80,9 @@ def consume(bootstrap, topic, records):
     seen, counted, t0, c0, errors = 0, 0, None, None, []
     deadline = time.time() + 120
     while seen < total and time.time() < deadline:
-        batch = c.consume(per_call, 1.0)
+        # consume() waits for all it asks for (or the timeout): never ask
+        # for more than is left, or the last call waits out its timeout.
+        batch = c.consume(min(per_call, total - seen), 1.0)
         for m in batch:
             if m.error():
                 errors.append(str(m.error()))
