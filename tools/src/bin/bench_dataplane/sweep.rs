@@ -7,6 +7,9 @@
 //! before the case and killed by its PID after, not pinned, at the default
 //! priority, so the scheduler shares the two cores among it and the peers).
 //!
+//! A produce run writes `--megabytes`; a consume run reads a topic of four
+//! times that, written once per size and broker.
+//!
 //! Paths are interleaved within each repetition as in the data-plane
 //! section: throughput runs one path at a time in rotating order, the three
 //! latency clients at once. The quiet and the hog case of a size take turns
@@ -108,6 +111,9 @@ pub(crate) fn spin() -> ! {
 /// Runs the sweep, `plan.reps` times, and emits the figures.
 pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     let mb = plan.megabytes.to_string();
+    // The consume runs read four times a produce run's megabytes: a consume
+    // run is fast, and its first call's records are not timed.
+    let fill_mb = plan.megabytes * 4;
     let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
     // Per size: the topics the consume runs read (one per broker), written
     // once, and the topics the latency runs write (one per path).
@@ -117,7 +123,16 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
         let s = size.to_string();
         for p in [Path::Direct, Path::Haproxy] {
             let topic = rig.topic(p);
-            load(&["produce", rig.bootstrap(p), &topic, &mb, "1", "--size", &s]);
+            let fill = fill_mb.to_string();
+            load(&[
+                "produce",
+                rig.bootstrap(p),
+                &topic,
+                &fill,
+                "1",
+                "--size",
+                &s,
+            ]);
             filled.insert((size, p), topic);
         }
         for p in PATHS {
@@ -128,7 +143,7 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
         let broker = if p == Path::Haproxy { p } else { Path::Direct };
         filled[&(size, broker)].clone()
     };
-    let records = |size: usize| (u64::from(plan.megabytes) * 1024 * 1024 / size as u64).to_string();
+    let records = |size: usize| (u64::from(fill_mb) * 1024 * 1024 / size as u64).to_string();
 
     eprintln!("sweep: warm-up, one unrecorded run of each case on each path");
     for (size, _) in SIZES {
