@@ -1,16 +1,18 @@
 """Load for the data-plane benchmark (scripts/bench): one run, one JSON line.
 
 usage:
-  bench_load.py produce BOOTSTRAP TOPIC MEGABYTES ACKS   as fast as possible, 1 KiB records
+  bench_load.py produce BOOTSTRAP TOPIC MEGABYTES ACKS   as fast as possible (1 KiB records by default)
   bench_load.py consume BOOTSTRAP TOPIC RECORDS          from the beginning of partition 0
   bench_load.py latency BOOTSTRAP TOPIC RATE SECONDS ACKS [--hold]
-  any of them followed by --ssl CA: TLS to the bootstrap servers, trusting CA
+  any of them followed by --ssl CA: TLS to the bootstrap servers, trusting CA,
+  and/or --size BYTES: records of BYTES (default 1024) instead of 1 KiB
 
-produce: times the first produce() to the end of flush(); reports the
-  acknowledged payload rate.
+produce: MEGABYTES MiB of records (MEGABYTES * 1 MiB / size of them); times
+  the first produce() to the end of flush(); reports the acknowledged
+  payload rate.
 consume: times the first fetched batch to the last record; reports the rate of
   the records after the first batch (fetch.wait.max.ms=1, see below).
-latency: one 1 KiB record every 1/RATE s (linger.ms=0, so each is its own
+latency: one record every 1/RATE s (linger.ms=0, so each is its own
   request), after a 1 s warm-up; reports the produce-to-acknowledgement
   latency of every record. With --hold it prints READY after the warm-up and
   measures until stdin closes (at most SECONDS).
@@ -25,6 +27,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+# The records' payload; --size changes it.
 RECORD = b"x" * 1024
 
 
@@ -42,7 +45,7 @@ def report(**fields):
 
 
 def produce(bootstrap, topic, megabytes, acks):
-    count = int(megabytes) * 1024
+    count = int(megabytes) * 1024 * 1024 // len(RECORD)
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "compression.type": "none",
                   **TRANSPORT})
     p.list_topics(topic, timeout=10)
@@ -71,10 +74,15 @@ def consume(bootstrap, topic, records):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
                   "enable.auto.commit": False, "fetch.wait.max.ms": 1, **TRANSPORT})
     c.assign([TopicPartition(topic, 0, 0)])
+    # About 10 MB per call, at most 10,000 records (1 KiB: 10,000 as always):
+    # the first call's records are not timed, so it must not take them all.
+    per_call = min(10000, max(50, 10 * 1024 * 1024 // len(RECORD)))
     seen, counted, t0, c0, errors = 0, 0, None, None, []
     deadline = time.time() + 120
     while seen < total and time.time() < deadline:
-        batch = c.consume(10000, 1.0)
+        # consume() waits for all it asks for (or the timeout): never ask
+        # for more than is left, or the last call waits out its timeout.
+        batch = c.consume(min(per_call, total - seen), 1.0)
         for m in batch:
             if m.error():
                 errors.append(str(m.error()))
@@ -143,6 +151,10 @@ def latency(bootstrap, topic, rate, seconds, acks, hold):
 
 
 argv = sys.argv[2:]
+if "--size" in argv:
+    i = argv.index("--size")
+    RECORD = b"x" * int(argv[i + 1])
+    del argv[i:i + 2]
 if "--ssl" in argv:
     i = argv.index("--ssl")
     TRANSPORT.update({"security.protocol": "ssl", "ssl.ca.location": argv[i + 1],

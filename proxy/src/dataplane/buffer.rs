@@ -1,9 +1,10 @@
 //! How a connection holds bytes, one [`FrameBuf`] per direction.
 //!
-//! An idle connection holds no buffer: it waits for data in a small inline
-//! probe, so whatever passed before, it costs next to nothing between
-//! frames. Once bytes arrive it takes one chunk of [`CHUNK`] from the budget
-//! and reads into it; frames pass through that chunk on their way out (a
+//! An idle connection holds no buffer: it waits for a plain socket to be
+//! readable, or for data in a small inline probe (TLS), so whatever passed
+//! before, it costs next to nothing between frames. Once bytes arrive it
+//! takes one chunk of [`CHUNK`] from the budget and reads into it (from a
+//! plain socket straight away: one read for a frame of up to 16 KiB); frames pass through that chunk on their way out (a
 //! frame of any size streams through it, a chunk at a time), and the chunk
 //! is given back as soon as it is empty at a frame boundary. Frames that
 //! pass are written in one go when several sit in the chunk together.
@@ -23,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::block::{Block, charged};
 use super::direction::{CHUNK, ConnError, FrameClock};
-use super::splice::{self, Splice, Spliced};
+use super::splice::{self, SPLICE_AT_LEAST, Splice, Spliced};
 use crate::budget::{Budget, Charge};
 
 /// What an idle direction reads into while it waits for data.
@@ -141,21 +142,69 @@ impl FrameBuf {
         }
     }
 
-    /// Waits for the first bytes of the next frame in the inline probe,
-    /// holding no chunk meanwhile; then [`FrameBuf::adopt`] them. Dropping
-    /// this wait loses nothing.
-    pub(super) async fn read_idle<R: AsyncRead + Unpin>(
+    /// Waits for the first bytes of the next frame holding no chunk, then
+    /// [`FrameBuf::adopt`] them. On a plain socket it waits for the socket
+    /// to be readable and then reads straight into a chunk, up to
+    /// [`SPLICE_AT_LEAST`] of what has arrived: a frame smaller than that
+    /// takes one read, not a probe's read and another, and the body of a
+    /// larger one is still spliced. On anything else it reads into the
+    /// inline probe. Dropping this wait loses nothing.
+    pub(super) async fn read_idle<R: AsyncRead + Splice + Unpin>(
         &mut self,
         rd: &mut R,
     ) -> std::io::Result<usize> {
         debug_assert!(self.is_empty());
         self.chunk = None;
-        rd.read(&mut self.probe).await
+        if rd.socket().is_none() {
+            return rd.read(&mut self.probe).await;
+        }
+        loop {
+            if let Some(tcp) = rd.socket() {
+                std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
+            }
+            // Boxed: its state (the budget's wait, the chunk) exists only
+            // while bytes are there to be read, not in an idle connection.
+            if let Some(n) = Box::pin(self.read_into_chunk(rd)).await? {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// Reads what a readable socket has into a new chunk (taken from the
+    /// budget, waiting while there is no room); `None` when it had nothing
+    /// after all (its readiness was stale), the chunk given back.
+    async fn read_into_chunk<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+    ) -> std::io::Result<Option<usize>> {
+        let charge = self.budget.reserve(CHUNK).await;
+        let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
+        let first = SPLICE_AT_LEAST.min(CHUNK);
+        let read = std::future::poll_fn(|cx| {
+            let mut rb = ReadBuf::new(&mut chunk[..first]);
+            Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
+                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
+                Poll::Pending => None,
+            })
+        })
+        .await
+        .transpose()?;
+        if let Some(n) = read.filter(|&n| n > 0) {
+            self.chunk = Some((chunk, charge));
+            self.start = 0;
+            self.end = n;
+        }
+        Ok(read)
     }
 
     /// Takes a chunk from the budget (waiting while there is no room) and
-    /// moves the `n` bytes [`FrameBuf::read_idle`] read into it.
+    /// moves the `n` bytes [`FrameBuf::read_idle`] read into it, unless they
+    /// were read into one already.
     pub(super) async fn adopt(&mut self, n: usize) {
+        if self.chunk.is_some() {
+            debug_assert_eq!((self.start, self.end), (0, n));
+            return;
+        }
         let charge = self.budget.reserve(CHUNK).await;
         let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
         chunk[..n].copy_from_slice(&self.probe[..n]);
@@ -175,7 +224,7 @@ impl FrameBuf {
         clock: &mut FrameClock,
     ) -> Result<usize, ConnError>
     where
-        R: AsyncRead + Unpin,
+        R: AsyncRead + Splice + Unpin,
         W: AsyncWrite + Unpin,
     {
         if let Some(n) = self.read_ready(rd).await? {

@@ -62,9 +62,9 @@ impl Results {
 /// One throughput run.
 pub(crate) struct Run {
     /// Payload megabytes per second.
-    mbps: f64,
+    pub(crate) mbps: f64,
     /// CPU seconds of the process in the middle per GB of payload.
-    cpu_per_gb: f64,
+    pub(crate) cpu_per_gb: f64,
     /// CPUs kept busy by client, broker and middle together.
     cores: f64,
     /// The most RSS of the process in the middle during the run (MiB).

@@ -4,13 +4,17 @@
 //! an unchanged cluster during 100 reloads; the broker choice; the same
 //! throughput with TLS from the clients (`tls`); SNI routing against port
 //! per broker over TLS (`sni`); and RSS per idle connection with 10,000
-//! connections (`memory`).
+//! connections (`memory`). Not run unless named: the record-size sweep,
+//! quiet and beside a CPU hog (`sweep`), and the system calls and context
+//! switches per request of each proxy (`syscalls`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
-//! [--connections N] [--only dataplane,tls,sni,memory,reload,broker]` (run it
+//! [--connections N] [--requests N]
+//! [--only dataplane,tls,sni,memory,reload,broker,sweep,syscalls]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
-//! `BENCH {json}` lines, progress to stderr.
+//! `BENCH {json}` lines, progress to stderr. `bench_dataplane --hog` is the
+//! sweep's CPU hog: a busy loop, until killed.
 
 mod broker;
 mod dataplane;
@@ -19,12 +23,17 @@ mod memory;
 mod reload;
 mod rig;
 mod sni;
+mod sweep;
+mod syscalls;
 mod tls;
 
 use dataplane::Plan;
 use rig::Rig;
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--hog") {
+        sweep::spin();
+    }
     let mut plan = Plan {
         reps: 7,
         megabytes: 256,
@@ -32,6 +41,7 @@ fn main() {
         latency_secs: 8,
     };
     let mut connections = 10_000;
+    let mut requests = 500;
     let mut only: Vec<String> = ["dataplane", "tls", "sni", "memory", "reload", "broker"]
         .map(String::from)
         .to_vec();
@@ -51,6 +61,7 @@ fn main() {
             "--rate" => plan.rate = number(value()).max(1),
             "--latency-secs" => plan.latency_secs = number(value()).max(1),
             "--connections" => connections = number(value()).max(1) as usize,
+            "--requests" => requests = number(value()).max(1) as usize,
             "--only" => only = value().split(',').map(str::to_owned).collect(),
             _ => usage(&format!("unknown argument {flag}")),
         }
@@ -74,12 +85,18 @@ fn main() {
     if only.iter().any(|s| s == "reload") {
         reload::run(&mut rig, plan.reps.min(3), plan.rate);
     }
+    if only.iter().any(|s| s == "sweep") {
+        sweep::run(&mut rig, plan);
+    }
+    if only.iter().any(|s| s == "syscalls") {
+        syscalls::run(&mut rig, requests);
+    }
     rig.proxy.assert_clean_logs();
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--only dataplane,tls,sni,memory,reload,broker]"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,memory,reload,broker,sweep,syscalls] | --hog"
     );
     std::process::exit(2)
 }

@@ -1,0 +1,310 @@
+//! The record-size sweep (issue 28): produce (acks=1) and consume
+//! throughput, the middle process's CPU per GB and produce-to-acknowledgement
+//! latency p50/p99 at records of 100 B, 1 KiB, 4 KiB and 16 KiB, direct,
+//! through sluice-proxy and through haproxy, each case twice: on the machine
+//! as it is ("quiet"), and beside a CPU hog that keeps one core busy (the
+//! same hog for every path: a busy loop in a process of its own, started
+//! before the case and killed by its PID after, not pinned, at the default
+//! priority, so the scheduler shares the two cores among it and the peers).
+//!
+//! A produce run writes `--megabytes`; a consume run reads a topic of four
+//! times that, written once per size and broker.
+//!
+//! Paths are interleaved within each repetition as in the data-plane
+//! section: throughput runs one path at a time in rotating order, the three
+//! latency clients at once. The quiet and the hog case of a size take turns
+//! at going first. Every ratio is paired per repetition, against haproxy and
+//! against direct.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+
+use crate::dataplane::{Plan, Run, throughput};
+use crate::rig::{Path, Rig, load};
+use sluice_tools::record::{Row, Target};
+
+/// The record sizes swept, in bytes, and how the rows name them.
+const SIZES: [(usize, &str); 4] = [
+    (100, "100 B"),
+    (1024, "1 KiB"),
+    (4096, "4 KiB"),
+    (16384, "16 KiB"),
+];
+const PATHS: [Path; 3] = [Path::Direct, Path::Sluice, Path::Haproxy];
+const SECTION: &str = "record-size sweep";
+const CPU: &str = "mcore/(MB/s)";
+
+/// The machine as it is, or beside the hog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Load {
+    Quiet,
+    Hog,
+}
+
+impl Load {
+    fn name(self) -> &'static str {
+        match self {
+            Load::Quiet => "quiet",
+            Load::Hog => "beside a 1-core hog",
+        }
+    }
+}
+
+/// One case: a record size and a load.
+type Case = (usize, Load);
+
+/// Figures per (case, measure, path), one per repetition.
+#[derive(Default)]
+struct Results(HashMap<(Case, &'static str, Path), Vec<f64>>);
+
+impl Results {
+    fn push(&mut self, case: Case, what: &'static str, path: Path, v: f64) {
+        self.0.entry((case, what, path)).or_default().push(v);
+    }
+    fn get(&self, case: Case, what: &'static str, path: Path) -> Vec<f64> {
+        self.0.get(&(case, what, path)).cloned().unwrap_or_default()
+    }
+    fn run(&mut self, case: Case, kind: &'static str, path: Path, run: &Run) {
+        let cpu = if kind == "produce" {
+            "produce cpu"
+        } else {
+            "consume cpu"
+        };
+        self.push(case, kind, path, run.mbps);
+        self.push(case, cpu, path, run.cpu_per_gb);
+    }
+}
+
+/// A process that keeps one core busy until dropped (killed by its PID).
+pub(crate) struct Hog(Child);
+
+impl Hog {
+    /// This program again, spinning (`bench_dataplane --hog`).
+    fn start() -> Hog {
+        let exe = std::env::current_exe().expect("the benchmark's own path");
+        let child = Command::new(exe)
+            .arg("--hog")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the CPU hog");
+        eprintln!("sweep: hog started, PID {}", child.id());
+        Hog(child)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What `bench_dataplane --hog` runs: a busy loop, forever.
+pub(crate) fn spin() -> ! {
+    let mut n: u64 = 0;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}
+
+/// Runs the sweep, `plan.reps` times, and emits the figures.
+pub(crate) fn run(rig: &mut Rig, plan: Plan) {
+    let mb = plan.megabytes.to_string();
+    // The consume runs read four times a produce run's megabytes: a consume
+    // run is fast, and its first call's records are not timed.
+    let fill_mb = plan.megabytes * 4;
+    let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
+    // Per size: the topics the consume runs read (one per broker), written
+    // once, and the topics the latency runs write (one per path).
+    let mut filled: HashMap<(usize, Path), String> = HashMap::new();
+    let mut latency_topic: HashMap<(usize, Path), String> = HashMap::new();
+    for (size, _) in SIZES {
+        let s = size.to_string();
+        for p in [Path::Direct, Path::Haproxy] {
+            let topic = rig.topic(p);
+            let fill = fill_mb.to_string();
+            load(&[
+                "produce",
+                rig.bootstrap(p),
+                &topic,
+                &fill,
+                "1",
+                "--size",
+                &s,
+            ]);
+            filled.insert((size, p), topic);
+        }
+        for p in PATHS {
+            latency_topic.insert((size, p), rig.topic(p));
+        }
+    }
+    let fill = |size: usize, p: Path| {
+        let broker = if p == Path::Haproxy { p } else { Path::Direct };
+        filled[&(size, broker)].clone()
+    };
+    let records = |size: usize| (u64::from(fill_mb) * 1024 * 1024 / size as u64).to_string();
+
+    eprintln!("sweep: warm-up, one unrecorded run of each case on each path");
+    for (size, _) in SIZES {
+        let s = size.to_string();
+        for path in PATHS {
+            produce(rig, path, &mb, &s);
+            throughput(
+                rig,
+                path,
+                &["consume", &records(size), "--size", &s],
+                &fill(size, path),
+            );
+        }
+    }
+
+    let mut r = Results::default();
+    for rep in 0..plan.reps {
+        eprintln!("sweep: repetition {} of {}", rep + 1, plan.reps);
+        let order: Vec<Path> = (0..3).map(|i| PATHS[(i + rep) % 3]).collect();
+        let loads = if rep % 2 == 0 {
+            [Load::Quiet, Load::Hog]
+        } else {
+            [Load::Hog, Load::Quiet]
+        };
+        for (size, _) in SIZES {
+            let s = size.to_string();
+            for l in loads {
+                let case = (size, l);
+                let _hog = (l == Load::Hog).then(Hog::start);
+                for &path in &order {
+                    let run = produce(rig, path, &mb, &s);
+                    r.run(case, "produce", path, &run);
+                }
+                let n = records(size);
+                for &path in &order {
+                    let args = ["consume", n.as_str(), "--size", &s];
+                    let run = throughput(rig, path, &args, &fill(size, path));
+                    r.run(case, "consume", path, &run);
+                }
+                let topics: Vec<(Path, String)> = PATHS
+                    .iter()
+                    .map(|&p| (p, latency_topic[&(size, p)].clone()))
+                    .collect();
+                for (path, report) in latencies(rig, &topics, &rate, &secs, &s) {
+                    let ms = |k: &str| report[k].as_f64().unwrap_or(f64::NAN);
+                    r.push(case, "p50", path, ms("p50_ms"));
+                    r.push(case, "p99", path, ms("p99_ms"));
+                }
+            }
+        }
+    }
+    emit(&r, plan);
+}
+
+/// A produce run (acks=1) of records of `size` bytes into a new topic,
+/// dropped after.
+fn produce(rig: &mut Rig, path: Path, mb: &str, size: &str) -> Run {
+    let topic = rig.topic(path);
+    let out = throughput(rig, path, &["produce", mb, "1", "--size", size], &topic);
+    rig.drop_topic(path, &topic);
+    out
+}
+
+/// The three latency clients at once (a hiccup lands on every path alike).
+fn latencies(
+    rig: &Rig,
+    topics: &[(Path, String)],
+    rate: &str,
+    secs: &str,
+    size: &str,
+) -> Vec<(Path, serde_json::Value)> {
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = topics
+            .iter()
+            .map(|(path, topic)| {
+                let args = [
+                    "latency",
+                    rig.bootstrap(*path),
+                    topic.as_str(),
+                    rate,
+                    secs,
+                    "1",
+                    "--size",
+                    size,
+                ];
+                let path = *path;
+                scope.spawn(move || (path, load(&args)))
+            })
+            .collect();
+        runs.into_iter()
+            .map(|h| h.join().expect("latency client"))
+            .collect()
+    })
+}
+
+fn emit(r: &Results, plan: Plan) {
+    let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
+    let at_least = || (Target::RatioAtLeast(1.0), ">= 1.00x haproxy");
+    let at_most = || (Target::RatioAtMost(1.0), "<= 1.00x haproxy");
+    for (size, label) in SIZES {
+        for l in [Load::Quiet, Load::Hog] {
+            let case = (size, l);
+            let name = |what: &str| format!("{label} records, {}: {what}", l.name());
+            for (key, what, unit, target) in [
+                (
+                    "produce",
+                    "produce acks=1, sluice-proxy",
+                    "MB/s",
+                    at_least(),
+                ),
+                ("consume", "consume, sluice-proxy", "MB/s", at_least()),
+                (
+                    "produce cpu",
+                    "proxy CPU per GB produced, sluice-proxy",
+                    CPU,
+                    at_most(),
+                ),
+                (
+                    "consume cpu",
+                    "proxy CPU per GB consumed, sluice-proxy",
+                    CPU,
+                    at_most(),
+                ),
+                ("p50", "latency p50, sluice-proxy", "ms", at_most()),
+                ("p99", "latency p99, sluice-proxy", "ms", at_most()),
+            ] {
+                let row = Row::new(SECTION, name(what), unit, r.get(case, key, s))
+                    .baseline("haproxy", r.get(case, key, h));
+                let row = if key == "p50" {
+                    row
+                } else {
+                    row.target(target.0, target.1)
+                };
+                row.emit();
+                if key.ends_with("cpu") {
+                    continue;
+                }
+                Row::new(
+                    SECTION,
+                    name(&format!("{what} vs direct")),
+                    unit,
+                    r.get(case, key, s),
+                )
+                .baseline("direct", r.get(case, key, d))
+                .emit();
+                let reference = format!(
+                    "{} vs direct (reference)",
+                    what.replace("sluice-proxy", "haproxy")
+                );
+                let row = Row::new(SECTION, name(&reference), unit, r.get(case, key, h))
+                    .baseline("direct", r.get(case, key, d));
+                if key.starts_with('p') && key != "produce" {
+                    row.note(format!(
+                        "one record every {:.1} ms per path, the three paths at once, acks=1",
+                        1000.0 / f64::from(plan.rate)
+                    ))
+                    .emit();
+                } else {
+                    row.emit();
+                }
+            }
+        }
+    }
+}
