@@ -94,9 +94,13 @@ where
                     merged, max, &mut buf, &mut rd, &mut wr, cluster,
                 ))
                 .await;
-                match relayed {
+                let total = match relayed {
                     Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
+                };
+                // A split Fetch counts against the quota like any other.
+                if let Some(Metered::Fetch { spec, client, mute }) = front.metered.as_deref() {
+                    throttle::fetched(spec, client, mute, total, cluster);
                 }
                 if merged.header.api_key == METADATA
                     && let Some(ip) = told.take()

@@ -176,3 +176,26 @@ async fn a_fetch_of_allowed_and_denied_topics_is_split_and_merged() {
         [("ok-a".into(), 0, 0, true), ("no-b".into(), 0, 29, false)]
     );
 }
+
+#[tokio::test]
+async fn a_split_fetch_counts_against_the_fetch_quota() {
+    let quota = "      - type: quota\n        config: { fetchBytesPerSecond: 100000000 }\n";
+    let mut rig = Rig::start(&format!("{OK_ONLY}{quota}")).await;
+    let (mut client, mut upstream) = rig.connection().await;
+    client
+        .write_all(&fetch(1, BY_NAME, &[("ok-a", 0), ("no-b", 0)]))
+        .await
+        .unwrap();
+    read_frame(&mut upstream).await;
+    let answer = fetched(1, BY_NAME, &[("ok-a", 0)]);
+    upstream.write_all(&answer).await.unwrap();
+    read_frame(&mut client).await;
+    let bytes = "sluice_quota_bytes_total{cluster=\"orders\",client_id=\"test\",kind=\"fetch\"}";
+    // Counted once written: awaited, not raced.
+    let expected = answer.len() as f64;
+    eventually("the upstream's response counted", || {
+        rig.metric(bytes) >= expected
+    })
+    .await;
+    assert_eq!(rig.metric(bytes), expected);
+}
