@@ -10,9 +10,14 @@
 //!
 //! Requests that list every topic by naming none (Metadata, OffsetFetch)
 //! go on as they came, and their responses leave out what `keep` refuses.
-//! APIs whose responses the proxy must not hold (Fetch, share fetches) are
-//! never split: any denied topic refuses the whole request.
+//! Topics named by id only (Fetch v13 on) are judged by the name a
+//! Metadata response taught ([`TopicIds`]); an id not learned yet gets
+//! UNKNOWN_TOPIC_ID (the client refreshes its metadata), never forwarded.
+//! APIs that name topics in ways the proxy cannot judge (share fetches,
+//! brokers' APIs) are never split: any denied topic refuses the whole
+//! request.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -24,10 +29,13 @@ use super::frame::{FrameError, RequestHeader};
 use super::wire::{self, Checked};
 
 mod apis;
+mod fetch;
+mod ids;
 mod listed;
 mod produce;
 
 pub use apis::{Handling, handling, policed};
+pub use ids::{MAX_TOPIC_IDS, TopicIds, UNKNOWN_TOPIC_ID, Uuid};
 pub use produce::{ProduceHead, produce_head};
 
 /// Kafka's TOPIC_AUTHORIZATION_FAILED: what a broker answers for a topic
@@ -39,11 +47,12 @@ pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub enum Policed {
     /// No topic is denied: the request goes on as it came.
     Forward,
-    /// Every topic is denied: the proxy answers with this response frame.
+    /// Every topic is denied (or named by an id not learned yet): the
+    /// proxy answers with this response frame.
     Answer {
         /// The response frame, length prefix included.
         frame: Bytes,
-        /// How many topics were denied.
+        /// How many topics the policy denied.
         denied: usize,
     },
     /// Some topics are denied, or the response must be filtered.
@@ -118,6 +127,12 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     /// by id only: judged like any name, so only a policy that allows the
     /// operation on every topic lets it through).
     fn names(&self) -> Vec<&str>;
+    /// The topic names, once per mention as in [`Topics::names`], with
+    /// topics named by id looked up in `ids`: `None` for an id not learned
+    /// yet (answered UNKNOWN_TOPIC_ID).
+    fn resolved(&self, _ids: &TopicIds) -> Vec<Option<Cow<'_, str>>> {
+        self.names().into_iter().map(|n| Some(n.into())).collect()
+    }
     /// Whether it names every topic without listing them (null lists,
     /// topics by id only): refused whole unless the operation is allowed
     /// on every topic (which the caller checks before policing).
@@ -149,7 +164,27 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
 
 struct Denied<T> {
     request: T,
+    /// The topics named by ids not learned yet, when there are some.
+    unknown: Option<T>,
     hide: bool,
+}
+
+/// Adds the refused topics' errors to `into`: the denied ones'
+/// TOPIC_AUTHORIZATION_FAILED, the unknown ids' UNKNOWN_TOPIC_ID.
+fn refuse_all<T: Topics>(into: &mut T::Response, denied: &T, unknown: Option<&T>) {
+    denied.refuse(into, TOPIC_AUTHORIZATION_FAILED);
+    if let Some(unknown) = unknown {
+        unknown.refuse(into, UNKNOWN_TOPIC_ID);
+    }
+}
+
+/// One topic's fate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Allowed,
+    Denied,
+    /// Named by an id the proxy has not learned.
+    Unknown,
 }
 
 impl<T: Topics> Refusal for Denied<T> {
@@ -163,17 +198,18 @@ impl<T: Topics> Refusal for Denied<T> {
         if self.hide {
             T::hide(&mut response, keep);
         }
-        self.request
-            .refuse(&mut response, TOPIC_AUTHORIZATION_FAILED);
+        refuse_all(&mut response, &self.request, self.unknown.as_ref());
         encode(&response, version)
     }
 }
 
 /// Applies `keep` (true: allowed) to every topic of `frame`, a request
-/// (prefix included) to `header`. APIs that name no topics go on.
+/// (prefix included) to `header`; topics named by id are looked up in
+/// `ids`. APIs that name no topics go on.
 pub fn police(
     frame: &Bytes,
     header: &RequestHeader,
+    ids: &TopicIds,
     keep: &mut dyn FnMut(&str) -> bool,
 ) -> Result<Policed, FrameError> {
     let version = header.api_version;
@@ -189,6 +225,7 @@ pub fn police(
         body_at: frame.len() - buf.len(),
         api,
         correlation_id: header.correlation_id,
+        ids,
     };
     apis::dispatch(&at, &mut buf, version, keep).map_err(fail)
 }
@@ -209,6 +246,7 @@ struct Request<'a> {
     body_at: usize,
     api: ApiKey,
     correlation_id: i32,
+    ids: &'a TopicIds,
 }
 
 impl Request<'_> {
@@ -222,32 +260,46 @@ impl Request<'_> {
         let request: T = decode(body, version)?;
         if request.names_every_topic() {
             return Ok(Policed::Answer {
-                frame: self.answer(&request, version)?,
+                frame: self.answer(&request, None, version)?,
                 denied: 1,
             });
         }
-        let verdicts: Vec<bool> = request.names().into_iter().map(&mut *keep).collect();
-        let denied = verdicts.iter().filter(|k| !**k).count();
+        let verdicts: Vec<Verdict> = request
+            .resolved(self.ids)
+            .into_iter()
+            .map(|name| match name {
+                None => Verdict::Unknown,
+                Some(name) if keep(&name) => Verdict::Allowed,
+                Some(_) => Verdict::Denied,
+            })
+            .collect();
+        let count = |v: Verdict| verdicts.iter().filter(|k| **k == v).count();
+        let (denied, unknown) = (count(Verdict::Denied), count(Verdict::Unknown));
+        let refused = denied + unknown;
         let hide = request.lists_all(version);
-        if denied == 0 && !hide {
+        if refused == 0 && !hide {
             return Ok(Policed::Forward);
         }
-        let every = denied == verdicts.len() && !hide && !request.names_others();
-        if denied > 0 && (!T::SPLIT || every && request.answered_whole(version)) {
-            return Ok(Policed::Answer {
-                frame: self.answer(&request, version)?,
-                denied,
-            });
-        }
-        let part = |wanted: bool| {
+        let part = |wanted: Verdict| {
             let mut verdict = verdicts.iter();
             let mut part = request.clone();
-            part.retain(&mut |_| verdict.next().copied() == Some(wanted), wanted);
+            let others = wanted == Verdict::Allowed;
+            part.retain(&mut |_| verdict.next() == Some(&wanted), others);
             part
         };
-        let forwarded = match denied {
+        let unknowns = (unknown > 0).then(|| part(Verdict::Unknown));
+        if refused > 0 && !T::SPLIT {
+            let frame = self.answer(&request, None, version)?;
+            return Ok(Policed::Answer { frame, denied });
+        }
+        let every = refused == verdicts.len() && !hide && !request.names_others();
+        if every && request.answered_whole(version) {
+            let frame = self.answer(&part(Verdict::Denied), unknowns.as_ref(), version)?;
+            return Ok(Policed::Answer { frame, denied });
+        }
+        let forwarded = match refused {
             0 => None,
-            _ => Some(self.reframe(&part(true), version)?),
+            _ => Some(self.reframe(&part(Verdict::Allowed), version)?),
         };
         Ok(Policed::Split {
             request: forwarded,
@@ -255,7 +307,8 @@ impl Request<'_> {
                 api: self.api,
                 version,
                 refusal: Box::new(Denied {
-                    request: part(false),
+                    request: part(Verdict::Denied),
+                    unknown: unknowns,
                     hide,
                 }),
             },
@@ -263,10 +316,16 @@ impl Request<'_> {
         })
     }
 
-    /// The proxy's answer refusing every topic of `request`.
-    fn answer<T: Topics>(&self, request: &T, version: i16) -> Result<Bytes, String> {
+    /// The proxy's answer refusing every topic of `denied` (and of
+    /// `unknown`, with UNKNOWN_TOPIC_ID).
+    fn answer<T: Topics>(
+        &self,
+        denied: &T,
+        unknown: Option<&T>,
+        version: i16,
+    ) -> Result<Bytes, String> {
         let mut response = T::Response::default();
-        request.refuse(&mut response, TOPIC_AUTHORIZATION_FAILED);
+        refuse_all(&mut response, denied, unknown);
         let body = encode(&response, version)?;
         let mut header = ResponseHeader::default();
         header.correlation_id = self.correlation_id;

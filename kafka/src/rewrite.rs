@@ -120,6 +120,9 @@ pub struct Rewritten {
     pub learned: Vec<Learned>,
     /// Node ids outside the port range, dropped from the response.
     pub unmapped: Vec<i32>,
+    /// Topic ids and names a Metadata response (v10 on) carries, for the
+    /// topic policy's id map ([`crate::policy::TopicIds`]).
+    pub topic_ids: Vec<(crate::policy::Uuid, String)>,
     /// The distinct error codes other than 0 in the response as rewritten
     /// (Metadata: the response's, its topics' and partitions';
     /// FindCoordinator: each coordinator's; DescribeCluster: the
@@ -178,6 +181,7 @@ pub fn rewrite_response(
         learned: Vec::new(),
         unmapped: Vec::new(),
         errors: Vec::new(),
+        topic_ids: Vec::new(),
     };
     // Produce and Fetch responses carry node endpoints only after a leader
     // moved: the rest are checked and passed on as they came, not decoded
@@ -197,6 +201,7 @@ pub fn rewrite_response(
         learned: m.learned,
         unmapped: m.unmapped,
         errors: m.errors,
+        topic_ids: m.topic_ids,
     })
 }
 
@@ -247,6 +252,7 @@ fn rewrite_tagged(
             learned: m.learned,
             unmapped: m.unmapped,
             errors: Vec::new(),
+            topic_ids: Vec::new(),
         },
     })
 }
@@ -271,6 +277,7 @@ fn unchanged(frame: &Bytes) -> Rewritten {
         learned: Vec::new(),
         unmapped: Vec::new(),
         errors: Vec::new(),
+        topic_ids: Vec::new(),
     }
 }
 

@@ -1,7 +1,9 @@
 //! `throttle_time_ms` in the responses of requests the proxy throttles
 //! (KIP-219: the client is told how long it was held back, and backs off
-//! without an error). Only Produce, whose responses are small: Fetch
-//! responses stream, and their throttle time waits for the streamed path.
+//! without an error). Produce responses are small: decoded and encoded
+//! again. Fetch responses stream: their `throttle_time_ms` is the first
+//! field after the header, a fixed-width int32 patched in place
+//! ([`fetch_throttle_at`]).
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ProduceResponse, ResponseHeader};
@@ -46,6 +48,41 @@ pub fn produce_throttled(
         header_version,
     };
     out.frame(&response, version, &buf).map_err(fail)
+}
+
+/// Where a Fetch response's `throttle_time_ms` is in its frame (length
+/// prefix included), read from the frame's first bytes `head`: `None`
+/// before v1 (no such field), or when `head` ends before the field's end
+/// is known (read more), or the header's tagged fields are malformed.
+pub fn fetch_throttle_at(head: &[u8], version: i16) -> Option<usize> {
+    if version < 1 {
+        return None;
+    }
+    // Size, correlation id; from v12 the header's tagged fields.
+    let mut at = 8;
+    if ApiKey::Fetch.response_header_version(version) >= 1 {
+        let (count, n) = varint(head.get(at..)?)?;
+        at += n;
+        for _ in 0..count {
+            let (_tag, n) = varint(head.get(at..)?)?;
+            at += n;
+            let (size, n) = varint(head.get(at..)?)?;
+            at += n + usize::try_from(size).ok()?;
+        }
+    }
+    (head.len() >= at + 4).then_some(at)
+}
+
+/// An unsigned varint and its length in bytes.
+fn varint(buf: &[u8]) -> Option<(u32, usize)> {
+    let mut value: u32 = 0;
+    for (i, b) in buf.iter().take(5).enumerate() {
+        value |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -121,5 +158,41 @@ mod tests {
     fn a_response_that_does_not_decode_is_an_error() {
         let frame = Bytes::from_static(&[0, 0, 0, 6, 0, 0, 0, 7, 0, 1]);
         assert!(produce_throttled(&frame, &header(5), 100).is_err());
+    }
+}
+
+#[cfg(test)]
+mod fetch_tests {
+    use kafka_protocol::messages::{FetchResponse, ResponseHeader};
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+
+    #[test]
+    fn the_fetch_throttle_time_is_found_at_every_version() {
+        assert_eq!(fetch_throttle_at(&[0; 16], 0), None, "v0 has none");
+        let versions = <FetchResponse as Message>::VERSIONS;
+        for version in versions.min.max(1)..=versions.max {
+            let response = FetchResponse::default().with_throttle_time_ms(0x0102_0304);
+            let frame = crate::encode::response(ApiKey::Fetch, version, 7, &response).unwrap();
+            let at = fetch_throttle_at(&frame, version).unwrap();
+            assert_eq!(frame[at..at + 4], [1, 2, 3, 4], "v{version}");
+            assert_eq!(fetch_throttle_at(&frame[..at + 3], version), None);
+        }
+        // A flexible header with a tagged field (unknown to the client).
+        let mut header = ResponseHeader::default();
+        header.correlation_id = 7;
+        header
+            .unknown_tagged_fields
+            .insert(9, bytes::Bytes::from_static(b"xyz"));
+        let mut frame = bytes::BytesMut::new();
+        frame.extend_from_slice(&[0; 4]);
+        header.encode(&mut frame, 1).unwrap();
+        FetchResponse::default()
+            .with_throttle_time_ms(0x0a0b_0c0d)
+            .encode(&mut frame, 16)
+            .unwrap();
+        let at = fetch_throttle_at(&frame, 16).unwrap();
+        assert_eq!(frame[at..at + 4], [10, 11, 12, 13]);
     }
 }

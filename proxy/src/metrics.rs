@@ -4,6 +4,7 @@
 //! lives here too, beside the gauges that show it: it is as much one per
 //! process as the registry, and every generation is handed both.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -12,6 +13,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use sluice_kafka::policy::TopicIds;
 
 use crate::budget::Budget;
 use crate::quota::Quotas;
@@ -118,6 +120,8 @@ pub struct Metrics {
     budget: Arc<Budget>,
     signals: Arc<Signals>,
     quotas: Arc<Quotas>,
+    /// Each virtual cluster's topic ids to names, by cluster name.
+    topic_ids: std::sync::Mutex<HashMap<String, Arc<TopicIds>>>,
 }
 
 impl Default for Metrics {
@@ -143,6 +147,7 @@ impl Metrics {
             budget: Arc::new(budget),
             signals: Arc::new(signals),
             quotas: Arc::new(quotas),
+            topic_ids: std::sync::Mutex::default(),
         }
     }
 
@@ -180,6 +185,17 @@ impl Metrics {
     /// signals, it outlives generations and filter chains.
     pub(crate) fn quotas(&self) -> &Arc<Quotas> {
         &self.quotas
+    }
+
+    /// The topic ids cluster `name`'s Metadata responses taught, made at
+    /// its first generation and shared by every later one (like the quota
+    /// usage, it outlives generations and filter chains).
+    pub(crate) fn topic_ids(&self, name: &str) -> Arc<TopicIds> {
+        let mut all = self
+            .topic_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(all.entry(name.to_owned()).or_default())
     }
 
     /// Registers more metrics (the admin API and reload engine add theirs).

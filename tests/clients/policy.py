@@ -3,8 +3,10 @@
 usage: policy.py BOOTSTRAP ALLOWED DENIED
 
 Produces one message to each topic in one batch (linger), lists every
-topic, and subscribes a consumer group to DENIED: the per-topic delivery
-results, the topics listed and the consumer's first error.
+topic, subscribes a consumer group to DENIED, then another to ALLOWED: the
+per-topic delivery results, the topics listed, the first consumer's first
+error and whether the second read the message (librdkafka fetches by topic
+id, Fetch v13 on, where the broker supports it).
 """
 import json
 import sys
@@ -44,4 +46,20 @@ while consumer_error is None and time.monotonic() < deadline:
         consumer_error = "read a record of the denied topic"
 consumer.close()
 
-print(json.dumps({"delivered": delivered, "listed": listed, "consumer_error": consumer_error}))
+reader = Consumer({**base, "group.id": "policy-e2e-ok", "auto.offset.reset": "earliest",
+                   "enable.partition.eof": False})
+reader.subscribe([allowed])
+allowed_read, allowed_error = False, None
+deadline = time.monotonic() + 30
+while not allowed_read and time.monotonic() < deadline:
+    msg = reader.poll(1.0)
+    if msg is None:
+        continue
+    if msg.error():
+        allowed_error = msg.error().name()
+    else:
+        allowed_read = True
+reader.close()
+
+print(json.dumps({"delivered": delivered, "listed": listed, "consumer_error": consumer_error,
+                  "allowed_read": allowed_read, "allowed_error": allowed_error}))

@@ -95,15 +95,10 @@ macro_rules! by_partition {
         $topics:ident[$name:ident].$parts:ident[|$p:ident| $idx:expr],
         $rtopics:ident: $rtopic:ty [$rname:ident].$rparts:ident: $rpart:ty [$ridx:ident, $rerr:ident]
         $(, id: $tid:ident => $rtid:ident)?
-        $(, split: $split:expr)?
         $(, every: |$s:ident| $every:expr)?
     ) => {
         impl Topics for $req {
             type Response = $resp;
-            $(
-                const SPLIT: bool = $split;
-                const HANDLING: Handling = if $split { Handling::PerTopic } else { Handling::Whole };
-            )?
             $(
                 /// Batched (v4, brokers' verification): refused whole.
                 fn names_every_topic(&self) -> bool {
@@ -144,11 +139,6 @@ by_partition!(ProduceRequest => ProduceResponse,
     responses: produce_response::TopicProduceResponse[name]
         .partition_responses: produce_response::PartitionProduceResponse[index, error_code],
     id: topic_id => topic_id);
-by_partition!(FetchRequest => FetchResponse,
-    topics[topic].partitions[|p| p.partition],
-    responses: fetch_response::FetchableTopicResponse[topic]
-        .partitions: fetch_response::PartitionData[partition_index, error_code],
-    id: topic_id => topic_id, split: false);
 by_partition!(ListOffsetsRequest => ListOffsetsResponse,
     topics[name].partitions[|p| p.partition_index],
     topics: list_offsets_response::ListOffsetsTopicResponse[name]

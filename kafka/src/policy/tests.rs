@@ -9,6 +9,7 @@ use super::*;
 use crate::encode;
 
 mod docs;
+mod fetch;
 use crate::frame::request_header;
 
 fn topic(name: &str) -> TopicName {
@@ -22,7 +23,7 @@ fn keep(name: &str) -> bool {
 
 fn police_frame(frame: &Bytes) -> Policed {
     let header = request_header(frame).unwrap();
-    police(frame, &header, &mut keep).unwrap()
+    police(frame, &header, &TopicIds::default(), &mut keep).unwrap()
 }
 
 /// The body of a frame (prefix included) as `T`, after its header.
@@ -354,32 +355,6 @@ fn metadata_by_name_refuses_the_denied_names() {
     };
     let forwarded: MetadataRequest = body(&sent, ApiKey::Metadata, 9, true);
     assert_eq!(forwarded.topics, Some(Vec::new()));
-}
-
-#[test]
-fn fetch_is_never_split() {
-    let mut r = FetchRequest::default();
-    for n in ["ok-a", "no-b"] {
-        let mut t = fetch_request::FetchTopic::default();
-        t.topic = topic(n);
-        t.partitions = vec![fetch_request::FetchPartition::default()];
-        r.topics.push(t);
-    }
-    let frame = encode::request(ApiKey::Fetch, 12, 1, "c", &r).unwrap();
-    let Policed::Answer {
-        frame: answer,
-        denied: 1,
-    } = police_frame(&frame)
-    else {
-        panic!("answered whole");
-    };
-    let r: FetchResponse = body(&answer, ApiKey::Fetch, 12, false);
-    let codes: Vec<(&str, i16)> = r
-        .responses
-        .iter()
-        .map(|t| (t.topic.as_str(), t.partitions[0].error_code))
-        .collect();
-    assert_eq!(codes, [("ok-a", 29), ("no-b", 29)]);
 }
 
 #[test]

@@ -14,6 +14,8 @@ pub(super) struct Mapper<'a> {
     pub(super) unmapped: Vec<i32>,
     /// Distinct error codes other than 0 seen in the response.
     pub(super) errors: Vec<i16>,
+    /// Topic ids and names seen (Metadata v10 on).
+    pub(super) topic_ids: Vec<(crate::policy::Uuid, String)>,
 }
 
 impl Mapper<'_> {

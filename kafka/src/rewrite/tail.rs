@@ -93,6 +93,7 @@ pub fn rewrite_tail(
         learned: Vec::new(),
         unmapped: Vec::new(),
         errors: Vec::new(),
+        topic_ids: Vec::new(),
     };
     list.retain_mut(|e| m.endpoint(e.node_id.0, &mut e.host, &mut e.port));
     let target = tail.len() + reserve;

@@ -90,10 +90,14 @@ fn coordinators(r: &mut FindCoordinatorResponse, version: i16, m: &mut Mapper<'_
 
 /// The errors a Metadata response carries: its own (v13 on), its topics'
 /// and their partitions'.
+/// Also records each topic's id and name, when it has both.
 fn metadata_errors(r: &MetadataResponse, m: &mut Mapper<'_>) {
     m.error(r.error_code);
     for t in &r.topics {
         m.error(t.error_code);
+        if let Some(name) = t.name.as_ref().filter(|_| !t.topic_id.is_nil()) {
+            m.topic_ids.push((t.topic_id, name.to_string()));
+        }
         for p in &t.partitions {
             m.error(p.error_code);
         }

@@ -77,6 +77,19 @@ impl FrameBuf {
         }
     }
 
+    /// Raises the big-endian int32 at `at` of the unread bytes to at least
+    /// `value` (a Fetch response's throttle time, patched as it streams).
+    pub(super) fn raise_i32(&mut self, at: usize, value: i32) {
+        let (start, end) = (self.start + self.pending + at, self.end);
+        if let Some((chunk, _)) = &mut self.chunk
+            && start + 4 <= end
+        {
+            let field = &mut chunk[start..start + 4];
+            let old = i32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+            field.copy_from_slice(&old.max(value).to_be_bytes());
+        }
+    }
+
     /// Whether nothing is buffered: the direction can wait idle.
     pub(super) fn is_empty(&self) -> bool {
         self.start == self.end

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
+use sluice_kafka::policy::TopicIds;
 use sluice_kafka::rewrite::{Advertised, Learned};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tokio_util::sync::CancellationToken;
@@ -62,6 +63,10 @@ pub(crate) struct ClusterRuntime {
     /// What the quota filter measured of the cluster's clients, shared with
     /// its other generations (the rates in force are in the chain).
     pub(crate) quota: Arc<ClusterQuota>,
+    /// Topic ids to names, learned from Metadata responses, for the topic
+    /// policy (requests naming topics by id): shared with the cluster's
+    /// other generations, so neither a reload nor a policy change resets it.
+    pub(crate) topic_ids: Arc<TopicIds>,
     nodes: RwLock<HashMap<i32, NodeAddr>>,
     /// The proxy's own lookups of the brokers: one in flight, failures
     /// remembered for a second.
@@ -118,6 +123,7 @@ impl ClusterRuntime {
             },
             filters: LiveChain::new(super::live::chain(config)),
             quota: metrics.quotas().cluster(name),
+            topic_ids: metrics.topic_ids(name),
             metrics: cluster_metrics,
             signals,
             budget: Arc::clone(metrics.budget()),

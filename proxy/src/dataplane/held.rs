@@ -73,6 +73,8 @@ pub(super) fn transform(
         )?));
     }
     let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
+    // Metadata teaches the topic policy the names of topic ids.
+    cluster.topic_ids.learn(&rewritten.topic_ids);
     if !rewritten.errors.is_empty()
         && let Some(api) = DecodedApi::of(header.api_key)
     {

@@ -1,7 +1,8 @@
 //! Responses to requests a topic policy split: the upstream answered the
-//! allowed part; its response is held whole (these APIs' responses are
-//! small: never Fetch, which is not split), rewritten like any other when
-//! it carries broker addresses, merged with the denied topics' errors and
+//! allowed part; its response is held whole (bounded by `maxFrameBytes` and
+//! the buffer budget like any held frame: for a Fetch naming allowed and
+//! denied topics, records included), rewritten like any other when it
+//! carries broker addresses, merged with the denied topics' errors and
 //! written. Kept apart from the relay of every other response, which this
 //! does not change.
 
@@ -15,7 +16,8 @@ use super::held::{held_whole, response_head, transform};
 use super::splice::Splice;
 use super::split::Merged;
 
-/// Passes on the response to a split request, merged.
+/// Passes on the response to a split request, merged; returns the size of
+/// the upstream's response (what a metered Fetch counts).
 pub(super) async fn relay_merged<R, W>(
     merged: &Merged,
     max: u32,
@@ -23,7 +25,7 @@ pub(super) async fn relay_merged<R, W>(
     rd: &mut R,
     wr: &mut W,
     cluster: &ClusterRuntime,
-) -> Result<(), ConnError>
+) -> Result<usize, ConnError>
 where
     R: AsyncRead + Splice + Unpin,
     W: AsyncWrite + Splice + Unpin,
@@ -44,5 +46,5 @@ where
     drop((frame, upstream));
     let charge = cluster.budget().force(out.len());
     buf.write(wr, &charged(out, charge)).await?;
-    Ok(())
+    Ok(total)
 }

@@ -94,9 +94,13 @@ where
                     merged, max, &mut buf, &mut rd, &mut wr, cluster,
                 ))
                 .await;
-                match relayed {
+                let total = match relayed {
                     Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
                     other => other?,
+                };
+                // A split Fetch counts against the quota like any other.
+                if let Some(Metered::Fetch { spec, client, mute }) = front.metered.as_deref() {
+                    throttle::fetched(spec, client, mute, total, cluster);
                 }
                 if merged.header.api_key == METADATA
                     && let Some(ip) = told.take()
@@ -144,8 +148,9 @@ fn closed(queue: &VecDeque<Slot>) -> ConnError {
 }
 
 /// Passes on the response to a request the quota metered: a throttled
-/// Produce's with its throttle time; a Fetch's as usual, then counted by
-/// its size (the connection muted for the throttle time it earned).
+/// Produce's with its throttle time; a Fetch's counted by its size as its
+/// head arrives, its `throttle_time_ms` raised in place to the throttle
+/// time it earned (the connection muted that long), then relayed as usual.
 async fn relay_metered<R, W>(
     metered: &Metered,
     header: &RequestHeader,
@@ -166,9 +171,11 @@ where
         Metered::Fetch { spec, client, mute } => {
             let mut clock = FrameClock::unlimited();
             let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
-            relay(header, max, buf, rd, wr, cluster).await?;
-            throttle::fetched(spec, client, mute, total, cluster);
-            Ok(())
+            let wait = throttle::fetched(spec, client, mute, total, cluster);
+            if !wait.is_zero() {
+                throttle::patch_fetch(wait, header, total, buf, rd, wr, &mut clock).await?;
+            }
+            relay(header, max, buf, rd, wr, cluster).await
         }
     }
 }

@@ -39,6 +39,7 @@ mod kip951;
 mod lookups;
 mod memory;
 mod policy;
+mod policy_fetch;
 mod policy_produce;
 mod quota;
 mod routing;

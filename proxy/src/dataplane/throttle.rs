@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice_config::filter::QuotaSpec;
 use sluice_kafka::frame::RequestHeader;
-use sluice_kafka::throttle::produce_throttled;
+use sluice_kafka::throttle::{fetch_throttle_at, produce_throttled};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
@@ -126,15 +126,16 @@ where
     Ok(())
 }
 
-/// A Fetch response of `total` bytes was passed on: counted against the
-/// client's quota, and the connection muted for the throttle time it earned.
+/// A Fetch response of `total` bytes is passed on: counted against the
+/// client's quota, and the connection muted for the throttle time it
+/// earned, which is returned.
 pub(super) fn fetched(
     spec: &QuotaSpec,
     client: &Client,
     mute: &Mute,
     total: usize,
     cluster: &ClusterRuntime,
-) {
+) -> Duration {
     let now = Instant::now();
     let wait = cluster
         .quota
@@ -142,4 +143,43 @@ pub(super) fn fetched(
     if wait > Duration::ZERO {
         mute.extend(Instant::now() + wait);
     }
+    wait
+}
+
+/// The most a Fetch response's head is read to find its throttle time (the
+/// header's tagged fields are empty in practice): past it, or at v0 (no
+/// such field), the response passes as it came, the mute still applies.
+const FETCH_HEAD_MAX: usize = 64;
+
+/// Raises the `throttle_time_ms` of the Fetch response whose head is in
+/// `buf` (of `total` bytes) to `wait`, in place, reading its first bytes
+/// if they are not all there yet. A broker's own longer time is kept.
+pub(super) async fn patch_fetch<R, W>(
+    wait: Duration,
+    header: &RequestHeader,
+    total: usize,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    clock: &mut FrameClock,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let at = loop {
+        if let Some(at) = fetch_throttle_at(buf.unread(), header.api_version) {
+            break at;
+        }
+        if header.api_version < 1 || buf.unread().len() >= total.min(FETCH_HEAD_MAX) {
+            return Ok(());
+        }
+        if buf.read_more(rd, wr, clock).await? == 0 {
+            return Err(ConnError::ClosedMidFrame);
+        }
+    };
+    if at + 4 <= total {
+        buf.raise_i32(at, i32::try_from(wait.as_millis()).unwrap_or(i32::MAX));
+    }
+    Ok(())
 }

@@ -81,3 +81,34 @@ fn an_empty_node_endpoints_tag_leaves_the_frame_as_it_came() {
         "the same bytes, not a copy"
     );
 }
+
+/// Metadata v10 on carries each topic's id: the names of the ids are handed
+/// back for the topic policy (a topic without an id or a name is not).
+#[test]
+fn metadata_topic_ids_and_names_are_learned() {
+    use sluice_kafka::policy::{TopicIds, Uuid};
+    let topic = |name: Option<&str>, id: u128| {
+        let mut t = metadata_response::MetadataResponseTopic::default();
+        t.name = name.map(|n| StrBytes::from_string(n.to_owned()).into());
+        t.topic_id = Uuid::from_u128(id);
+        t
+    };
+    for version in 10..=ApiKey::Metadata.valid_versions().max {
+        let mut response = metadata(version, &UPSTREAM[..1]);
+        response.topics = vec![
+            topic(Some("orders"), 1),
+            topic(Some("no-id"), 0),
+            topic(None, 3),
+        ];
+        let input = frame(ApiKey::Metadata, version, &response);
+        let out = rewrite_response(&input, &req(ApiKey::Metadata, version), &advertised()).unwrap();
+        assert_eq!(
+            out.topic_ids,
+            [(Uuid::from_u128(1), "orders".to_owned())],
+            "v{version}"
+        );
+        let ids = TopicIds::default();
+        ids.learn(&out.topic_ids);
+        assert_eq!(ids.name(Uuid::from_u128(1)).as_deref(), Some("orders"));
+    }
+}

@@ -79,7 +79,7 @@ where
         let policed = if policy.open_for(op, &client) {
             Policed::Forward
         } else {
-            police(&frame, &header, &mut |topic| {
+            police(&frame, &header, &cluster.topic_ids, &mut |topic| {
                 policy.allows(op, topic, &client)
             })?
         };

@@ -109,15 +109,24 @@ async fn a_per_client_quota_leaves_a_second_client_id_unaffected() {
 }
 
 #[tokio::test]
-async fn a_fetch_response_counts_against_the_fetch_quota_and_mutes_the_connection() {
+async fn a_fetch_response_counts_against_the_fetch_quota_carries_its_throttle_time_and_mutes() {
     let mut rig = Rig::start(&quota("{ fetchBytesPerSecond: 1000 }")).await;
     let (mut client, mut upstream) = rig.connection().await;
     let started = Instant::now();
     fetch_in_flight(&mut client, &mut upstream, 1).await;
-    // 10.5 kB: about 500 ms over. Its throttle_time_ms is the broker's.
-    let answer = opaque_response(1, 10_500);
+    // 10.5 kB: about 500 ms over. A v12 head (no tagged fields in the
+    // header, the broker's throttle_time_ms 0), then opaque bytes.
+    let mut answer = opaque_response(1, 10_500);
+    answer[8..13].copy_from_slice(&[0; 5]);
     upstream.write_all(&answer).await.unwrap();
-    assert_eq!(read_frame(&mut client).await, answer);
+    let got = read_frame(&mut client).await;
+    let throttle_ms = i32::from_be_bytes([got[9], got[10], got[11], got[12]]);
+    assert!(
+        (200..=500).contains(&throttle_ms),
+        "throttle_time_ms {throttle_ms}"
+    );
+    assert_eq!(got[..9], answer[..9]);
+    assert_eq!(got[13..], answer[13..], "only throttle_time_ms is changed");
     fetch_in_flight(&mut client, &mut upstream, 2).await;
     let waited = started.elapsed();
     // 500 ms less the time since the rig started.
