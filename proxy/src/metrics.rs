@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -19,76 +18,14 @@ use crate::budget::Budget;
 use crate::quota::Quotas;
 use crate::signals::Signals;
 
-/// `cluster` label.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ClusterLabel {
-    /// Virtual cluster name.
-    pub cluster: String,
-}
+mod families;
+mod labels;
 
-/// `cluster` and `api` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ApiLabels {
-    /// Virtual cluster name.
-    pub cluster: String,
-    /// Kafka API name, e.g. `Metadata`.
-    pub api: String,
-}
-
-/// `cluster` and `direction` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct DirectionLabels {
-    /// Virtual cluster name.
-    pub cluster: String,
-    /// `to_upstream` or `to_client`.
-    pub direction: &'static str,
-}
-
-/// `cluster` and `reason` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ReasonLabels {
-    /// Virtual cluster name.
-    pub cluster: String,
-    /// Why, e.g. `too_large`.
-    pub reason: &'static str,
-}
-
-/// `cluster` and `operation` labels (a topic policy's operations: a
-/// fixed set).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct OperationLabels {
-    /// Virtual cluster name.
-    pub cluster: String,
-    /// The operation, e.g. `produce`.
-    pub operation: &'static str,
-}
-
-/// Every metric family of the data plane.
-#[derive(Debug, Default, Clone)]
-struct Families {
-    connections_active: Family<ClusterLabel, Gauge>,
-    connections_total: Family<ClusterLabel, Counter>,
-    connections_rejected: Family<ReasonLabels, Counter>,
-    bytes: Family<DirectionLabels, Counter>,
-    spliced: Family<DirectionLabels, Counter>,
-    requests: Family<ApiLabels, Counter>,
-    rewrites: Family<ApiLabels, Counter>,
-    denied: Family<ApiLabels, Counter>,
-    policy_denied: Family<OperationLabels, Counter>,
-    upstream_connect_failures: Family<ClusterLabel, Counter>,
-    connections_closed_on_error: Family<ReasonLabels, Counter>,
-    unknown_nodes: Family<ClusterLabel, Counter>,
-    drained: Family<ResultLabels, Counter>,
-    broker_lookups: Family<ResultLabels, Counter>,
-    sni_unrouted: Family<UnroutedLabel, Counter>,
-}
-
-/// `reason` label of connections the SNI port could not route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct UnroutedLabel {
-    /// `unknown` (a server name no cluster has) or `missing` (none, or no TLS).
-    pub reason: &'static str,
-}
+use families::Families;
+pub use labels::{
+    ApiLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels, ResultLabels,
+    UnroutedLabel,
+};
 
 /// Counts connections the shared SNI port closed because no cluster has
 /// their server name.
@@ -101,15 +38,6 @@ impl SniUnrouted {
         let label = UnroutedLabel { reason };
         self.0.get_or_create(&label).inc();
     }
-}
-
-/// `cluster` and `result` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ResultLabels {
-    /// Virtual cluster name.
-    pub cluster: String,
-    /// The outcome.
-    pub result: &'static str,
 }
 
 /// The process's metrics registry.
@@ -365,90 +293,5 @@ impl ClusterMetrics {
             .connections_closed_on_error
             .get_or_create(&labels)
             .inc();
-    }
-}
-
-impl Families {
-    /// Registers every family of the data plane in `r`.
-    fn register(&self, r: &mut Registry) {
-        r.register(
-            "connections_active",
-            "Client connections open now",
-            self.connections_active.clone(),
-        );
-        r.register(
-            "connections",
-            "Client connections accepted",
-            self.connections_total.clone(),
-        );
-        r.register(
-            "connections_rejected",
-            "Client connections closed at once (reason: max_connections, connection_rate: over the quota filter's connectionsPerSecond, no_route)",
-            self.connections_rejected.clone(),
-        );
-        r.register(
-            "bytes",
-            "Bytes forwarded (direction: to_upstream, to_client)",
-            self.bytes.clone(),
-        );
-        r.register(
-            "spliced_bytes",
-            "Bytes of sluice_bytes_total moved by splice(2) between two plaintext sockets, never copied into the proxy (direction: to_upstream, to_client)",
-            self.spliced.clone(),
-        );
-        r.register(
-            "requests",
-            "Requests received from clients, by Kafka API",
-            self.requests.clone(),
-        );
-        r.register(
-            "rewrites",
-            "Responses whose broker addresses were rewritten",
-            self.rewrites.clone(),
-        );
-        r.register(
-            "denied_requests",
-            "Requests answered by a filter with an error",
-            self.denied.clone(),
-        );
-        r.register(
-            "policy_denied",
-            "Topics a topic policy refused, one per topic of each request (operation: produce, consume, describe, create, delete, alter, describe-configs, alter-configs); never counted as errors in the client signals",
-            self.policy_denied.clone(),
-        );
-        r.register(
-            "upstream_connect_failures",
-            "Failed attempts to connect to an upstream broker",
-            self.upstream_connect_failures.clone(),
-        );
-        r.register(
-            "connections_closed_on_error",
-            "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream, upstream_auth: the upstream refused the proxy's own lookup for want of SASL)",
-            self.connections_closed_on_error.clone(),
-        );
-        r.register(
-            "unknown_nodes",
-            "Upstream node ids seen outside the cluster's broker port range",
-            self.unknown_nodes.clone(),
-        );
-        r.register(
-            "drained_connections",
-            "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
-            self.drained.clone(),
-        );
-        r.register(
-            "broker_lookups",
-            "The proxy's own lookups of a cluster's brokers, for connections to broker ports of nodes it does not know yet (result: ok, failed, cached_failure: failed at once from a failure remembered for 1 s, shared: the outcome of another connection's lookup in flight)",
-            self.broker_lookups.clone(),
-        );
-        r.register(
-            "sni_unrouted_connections",
-            "Connections on an SNI port closed because no cluster has their TLS server name (reason: unknown, missing: none sent or not TLS)",
-            self.sni_unrouted.clone(),
-        );
-        for reason in ["unknown", "missing"] {
-            self.sni_unrouted
-                .get_or_create_owned(&UnroutedLabel { reason });
-        }
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use sluice_config::policy::Operation;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
 use sluice_kafka::frame::{
@@ -31,6 +30,8 @@ use super::throttle;
 use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
 
+mod dispatch;
+use dispatch::Shared;
 mod police;
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
@@ -91,48 +92,19 @@ where
         cluster.metrics.request(api_name(header.api_key));
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
-        let mut way = Way {
+        let way = Way {
             buf: &mut buf,
             rd: &mut rd,
             wr: &mut wr,
             clock: &mut clock,
             stop: &mut stop,
         };
-        // The chain in force when the request starts judges all of it.
-        let chain = cluster.filters();
-        let verdict = decide(&chain, &header);
-        let metered = match chain.quota {
-            Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
-                Box::pin(way.meter(&spec, cluster, &header, total, &mut mute)).await?
-            }
-            _ => None,
-        };
-        let policed = chain.policy.as_ref().and_then(|p| {
-            let op = p.polices(header.api_key)?;
-            Some((Arc::clone(p), op))
-        });
-        drop(chain);
-        let request = Request {
-            header,
-            total,
+        let conn = Shared {
             permits: &permits,
             tx: &tx,
             cluster,
-            metered,
         };
-        let stopped = match verdict {
-            Verdict::Forward => match policed {
-                Some((policy, Operation::Produce)) => {
-                    Box::pin(way.produce(request, policy)).await?
-                }
-                Some((policy, op)) => Box::pin(way.police(request, policy, op)).await?,
-                None => {
-                    cluster.signals.forwarded();
-                    Box::pin(way.forward(request)).await?
-                }
-            },
-            Verdict::Deny { error_code } => Box::pin(way.deny(request, error_code)).await?,
-        };
+        let stopped = Box::pin(way.take(header, total, conn, &mut mute)).await?;
         if stopped {
             return Ok(());
         }

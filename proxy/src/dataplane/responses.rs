@@ -83,60 +83,64 @@ where
             }
             continue;
         };
-        match &front.answer {
-            // Boxed: what a frame on its way needs is held only while it
-            // is, so that an idle connection's task stays small.
-            Answer::Local(answer) => Box::pin(buf.write(&mut wr, answer)).await?,
-            // A request a topic policy split: held and merged (`merged`).
-            Answer::Merged(merged) => {
-                let max = cluster.limits().max_frame_bytes;
-                let relayed = Box::pin(relay_merged(
-                    merged, max, &mut buf, &mut rd, &mut wr, cluster,
-                ))
-                .await;
-                let total = match relayed {
-                    Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
-                    other => other?,
-                };
-                // A split Fetch counts against the quota like any other.
-                if let Some(Metered::Fetch { spec, client, mute }) = front.metered.as_deref() {
-                    throttle::fetched(spec, client, mute, total, cluster);
-                }
-                if merged.header.api_key == METADATA
-                    && let Some(ip) = told.take()
-                {
-                    cluster.signals.told_brokers(ip);
-                }
-            }
-            Answer::Upstream(header) => {
-                let header = *header;
-                // Read per frame: a reload may change them in place.
-                let max = cluster.limits().max_frame_bytes;
-                // The quota's hook: a metered request's response is
-                // counted (Fetch) or given its throttle time (Produce).
-                let relayed = match front.metered.as_deref() {
-                    Some(m) => {
-                        let (b, r, w) = (&mut buf, &mut rd, &mut wr);
-                        Box::pin(relay_metered(m, &header, max, b, r, w, cluster)).await
-                    }
-                    None => {
-                        Box::pin(relay(&header, max, &mut buf, &mut rd, &mut wr, cluster)).await
-                    }
-                };
-                match relayed {
-                    Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
-                    other => other?,
-                }
-                if header.api_key == METADATA
-                    && let Some(ip) = told.take()
-                {
-                    cluster.signals.told_brokers(ip);
-                }
-            }
+        // Boxed: what a frame on its way needs is held only while it is,
+        // so that an idle connection's task stays small.
+        let answered = Box::pin(answer(front, &mut buf, &mut rd, &mut wr, cluster)).await;
+        let api = match answered {
+            Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
+            other => other?,
+        };
+        if api == Some(METADATA)
+            && let Some(ip) = told.take()
+        {
+            cluster.signals.told_brokers(ip);
         }
         // Passed on: the slot's permit lets the client send another request.
         queue.pop_front();
         wr.next_frame(cluster.limits().frame_timeout);
+    }
+}
+
+/// Passes on the answer of the slot in front: the proxy's own, or the
+/// upstream's response (merged with a split request's denied part, given
+/// a quota's throttle time, or as it comes). Returns the upstream
+/// response's API key.
+async fn answer<R, W>(
+    front: &Slot,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<Option<i16>, ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    // Read per frame: a reload may change it in place.
+    let max = cluster.limits().max_frame_bytes;
+    match &front.answer {
+        Answer::Local(answer) => {
+            buf.write(wr, answer).await?;
+            Ok(None)
+        }
+        // A request a topic policy split: held and merged (`merged`).
+        Answer::Merged(merged) => {
+            let total = relay_merged(merged, max, buf, rd, wr, cluster).await?;
+            // A split Fetch counts against the quota like any other.
+            if let Some(Metered::Fetch { spec, client, mute }) = front.metered.as_deref() {
+                throttle::fetched(spec, client, mute, total, cluster);
+            }
+            Ok(Some(merged.header.api_key))
+        }
+        Answer::Upstream(header) => {
+            // The quota's hook: a metered request's response is counted
+            // (Fetch) or given its throttle time (Produce).
+            match front.metered.as_deref() {
+                Some(m) => Box::pin(relay_metered(m, header, max, buf, rd, wr, cluster)).await?,
+                None => Box::pin(relay(header, max, buf, rd, wr, cluster)).await?,
+            }
+            Ok(Some(header.api_key))
+        }
     }
 }
 

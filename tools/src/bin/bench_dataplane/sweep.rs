@@ -108,17 +108,15 @@ pub(crate) fn spin() -> ! {
     }
 }
 
-/// Runs the sweep, `plan.reps` times, and emits the figures.
-pub(crate) fn run(rig: &mut Rig, plan: Plan) {
-    let mb = plan.megabytes.to_string();
-    // The consume runs read four times a produce run's megabytes: a consume
-    // run is fast, and its first call's records are not timed.
-    let fill_mb = plan.megabytes * 4;
-    let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
-    // Per size: the topics the consume runs read (one per broker), written
-    // once, and the topics the latency runs write (one per path).
-    let mut filled: HashMap<(usize, Path), String> = HashMap::new();
-    let mut latency_topic: HashMap<(usize, Path), String> = HashMap::new();
+/// A topic per record size and path.
+type Topics = HashMap<(usize, Path), String>;
+
+/// Per record size: the topics the consume runs read (one per broker,
+/// `fill_mb` written once now), and the topics the latency runs write (one
+/// per path).
+fn topics(rig: &mut Rig, fill_mb: u32) -> (Topics, Topics) {
+    let mut filled = HashMap::new();
+    let mut latency_topic = HashMap::new();
     for (size, _) in SIZES {
         let s = size.to_string();
         for p in [Path::Direct, Path::Haproxy] {
@@ -139,6 +137,17 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
             latency_topic.insert((size, p), rig.topic(p));
         }
     }
+    (filled, latency_topic)
+}
+
+/// Runs the sweep, `plan.reps` times, and emits the figures.
+pub(crate) fn run(rig: &mut Rig, plan: Plan) {
+    let mb = plan.megabytes.to_string();
+    // The consume runs read four times a produce run's megabytes: a consume
+    // run is fast, and its first call's records are not timed.
+    let fill_mb = plan.megabytes * 4;
+    let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
+    let (filled, latency_topic) = topics(rig, fill_mb);
     let fill = |size: usize, p: Path| {
         let broker = if p == Path::Haproxy { p } else { Path::Direct };
         filled[&(size, broker)].clone()

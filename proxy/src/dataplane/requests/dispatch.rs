@@ -1,0 +1,80 @@
+//! One request whose head is read, judged by the filter chain in force
+//! when it starts (the whole request by that one chain): counted by the
+//! quota, then forwarded, answered by the proxy, or split by the topic
+//! policy.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use sluice_config::policy::Operation;
+use sluice_kafka::frame::RequestHeader;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+
+use super::super::cluster::ClusterRuntime;
+use super::super::direction::{ConnError, Slot};
+use super::super::inflight::Sender;
+use super::super::metered::Mute;
+use super::super::splice::Splice;
+use super::super::throttle;
+use super::{Request, Way, decide};
+use crate::filter::Verdict;
+
+/// What every request of a connection shares: its in-flight slots, the
+/// response side's queue, the cluster.
+pub(super) struct Shared<'a> {
+    pub(super) permits: &'a Arc<Semaphore>,
+    pub(super) tx: &'a Sender<Slot>,
+    pub(super) cluster: &'a ClusterRuntime,
+}
+
+impl<R, W, S> Way<'_, R, W, S>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+    S: Future<Output = ()> + Unpin,
+{
+    /// Takes the request `header` (of `total` bytes) on its way. True when
+    /// the generation drained before any of it went.
+    pub(super) async fn take(
+        mut self,
+        header: RequestHeader,
+        total: usize,
+        conn: Shared<'_>,
+        mute: &mut Option<Arc<Mute>>,
+    ) -> Result<bool, ConnError> {
+        let cluster = conn.cluster;
+        let chain = cluster.filters();
+        let verdict = decide(&chain, &header);
+        let metered = match chain.quota {
+            Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
+                Box::pin(self.meter(&spec, cluster, &header, total, mute)).await?
+            }
+            _ => None,
+        };
+        let policed = chain.policy.as_ref().and_then(|p| {
+            let op = p.polices(header.api_key)?;
+            Some((Arc::clone(p), op))
+        });
+        drop(chain);
+        let request = Request {
+            header,
+            total,
+            permits: conn.permits,
+            tx: conn.tx,
+            cluster,
+            metered,
+        };
+        match verdict {
+            Verdict::Forward => match policed {
+                Some((policy, Operation::Produce)) => Box::pin(self.produce(request, policy)).await,
+                Some((policy, op)) => Box::pin(self.police(request, policy, op)).await,
+                None => {
+                    cluster.signals.forwarded();
+                    Box::pin(self.forward(request)).await
+                }
+            },
+            Verdict::Deny { error_code } => Box::pin(self.deny(request, error_code)).await,
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The label sets of the proxy's metric families.
+
+use prometheus_client::encoding::EncodeLabelSet;
+
+/// `cluster` label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClusterLabel {
+    /// Virtual cluster name.
+    pub cluster: String,
+}
+
+/// `cluster` and `api` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ApiLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// Kafka API name, e.g. `Metadata`.
+    pub api: String,
+}
+
+/// `cluster` and `direction` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DirectionLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// `to_upstream` or `to_client`.
+    pub direction: &'static str,
+}
+
+/// `cluster` and `reason` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// Why, e.g. `too_large`.
+    pub reason: &'static str,
+}
+
+/// `cluster` and `operation` labels (a topic policy's operations: a
+/// fixed set).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct OperationLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// The operation, e.g. `produce`.
+    pub operation: &'static str,
+}
+
+/// `reason` label of connections the SNI port could not route.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct UnroutedLabel {
+    /// `unknown` (a server name no cluster has) or `missing` (none, or no TLS).
+    pub reason: &'static str,
+}
+
+/// `cluster` and `result` labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// The outcome.
+    pub result: &'static str,
+}
