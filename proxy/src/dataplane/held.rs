@@ -11,6 +11,7 @@ use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
 use sluice_kafka::versions::cap_api_versions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{ConnError, FrameClock};
@@ -89,4 +90,28 @@ pub(super) fn transform(
     }
     cluster.metrics.rewrite(api_name(header.api_key));
     Ok(rewritten.frame)
+}
+
+/// Writes a held response, rewritten when it needs it. A frame that shares
+/// the one it was made from (passed as it came, or spliced) keeps that
+/// one's charge; a new one is charged in its place.
+pub(super) async fn write_transformed<W>(
+    frame: Bytes,
+    header: &RequestHeader,
+    cluster: &ClusterRuntime,
+    buf: &mut FrameBuf,
+    wr: &mut W,
+) -> Result<(), ConnError>
+where
+    W: AsyncWrite + Splice + Unpin,
+{
+    let out = transform(&frame, header, cluster)?;
+    if out.shares(&frame) {
+        return buf.write_parts(wr, out.parts()).await.map_err(Into::into);
+    }
+    drop(frame);
+    let out = out.to_bytes();
+    let charge = cluster.budget().force(out.len());
+    buf.write(wr, &charged(out, charge)).await?;
+    Ok(())
 }

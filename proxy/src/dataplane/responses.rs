@@ -14,12 +14,11 @@ use sluice_kafka::frame::RequestHeader;
 use sluice_kafka::streamed::streams;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::fetch;
-use super::held::{held_whole, response_head, transform};
+use super::held::{held_whole, response_head, write_transformed};
 use super::inflight::Receiver;
 use super::merged::relay_merged;
 use super::metered::Metered;
@@ -207,15 +206,5 @@ where
         return buf.stream(total, rd, wr, &mut clock).await;
     }
     let frame = buf.hold(total, rd, wr, &mut clock).await?;
-    let out = transform(&frame, header, cluster)?;
-    // A frame that shares the one it was made from (passed as it came, or
-    // spliced) keeps that one's charge; a new one is charged in its place.
-    if out.shares(&frame) {
-        return buf.write_parts(wr, out.parts()).await.map_err(Into::into);
-    }
-    drop(frame);
-    let out = out.to_bytes();
-    let charge = cluster.budget().force(out.len());
-    buf.write(wr, &charged(out, charge)).await?;
-    Ok(())
+    write_transformed(frame, header, cluster, buf, wr).await
 }

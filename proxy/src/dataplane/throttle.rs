@@ -22,7 +22,7 @@ use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{ConnError, FrameClock};
-use super::held::{held_whole, response_head, transform};
+use super::held::{held_whole, response_head, write_transformed};
 use super::metered::{Metered, Mute};
 use super::splice::Splice;
 use crate::quota::{Client, Kind};
@@ -115,15 +115,7 @@ where
         buf.write(wr, &frame).await?;
         return Ok(());
     }
-    let out = transform(&frame, header, cluster)?;
-    if out.shares(&frame) {
-        return buf.write_parts(wr, out.parts()).await.map_err(Into::into);
-    }
-    drop(frame);
-    let out = out.to_bytes();
-    let charge = cluster.budget().force(out.len());
-    buf.write(wr, &charged(out, charge)).await?;
-    Ok(())
+    write_transformed(frame, header, cluster, buf, wr).await
 }
 
 /// A Fetch response of `total` bytes is passed on: counted against the
