@@ -8,9 +8,11 @@ use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse,
+    ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
 };
+use kafka_protocol::protocol::StrBytes;
 use serde_json::Value;
 use sluice_testkit::certs::Ca;
 use sluice_testkit::http::get;
@@ -26,7 +28,7 @@ use sluice_tests::peers::Tansu;
 use sluice_tests::prometheus::{alerting_rules, dashboard_file, output, rules, webhook};
 use sluice_tests::promql::{metric_names, offered};
 
-const DENY: &str = "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics] }\n      - type: quota\n        config: { produceBytesPerSecond: 1073741824 }\n";
+const DENY: &str = "    filters:\n      - type: deny-apis\n        config: { apis: [DeleteTopics] }\n      - type: quota\n        config: { produceBytesPerSecond: 1073741824 }\n      - type: topic-policy\n        config: { default: allow, rules: [{ deny: [describe], topics: [hidden] }] }\n";
 /// A quota no test traffic reaches: its usage gauge is exported.
 const QUOTA: &str =
     "    filters:\n      - type: quota\n        config: { produceBytesPerSecond: 1073741824 }\n";
@@ -74,7 +76,8 @@ fn tls_cluster(dir: &std::path::Path, port: u16) -> String {
 /// The `/metrics` text of a real proxy (in front of tansu), its watcher (in
 /// fleet mode) and a webhook, after each did what makes its labelled
 /// families appear: requests, a denied one, a protocol error, a drain
-/// after a reload through the watcher, an admission.
+/// after a reload through the watcher, an admission, a topic policy's
+/// denial.
 pub(super) fn scrape_every_program() -> Vec<String> {
     let tansu = Tansu::start();
     let port = ports(4);
@@ -113,6 +116,12 @@ pub(super) fn scrape_every_program() -> Vec<String> {
     let mut metadata = MetadataRequest::default();
     metadata.topics = None;
     let _: MetadataResponse = held.call(ApiKey::Metadata, 9, &metadata);
+    // A topic the policy hides, asked by name: a policy denial.
+    let mut hidden = MetadataRequestTopic::default();
+    hidden.name = Some(TopicName(StrBytes::from_static_str("hidden")));
+    metadata.topics = Some(vec![hidden]);
+    let refused: MetadataResponse = held.call(ApiKey::Metadata, 9, &metadata);
+    assert_eq!(refused.topics[0].error_code, 29, "{refused:?}");
     let denied: DeleteTopicsResponse =
         held.call(ApiKey::DeleteTopics, 4, &DeleteTopicsRequest::default());
     assert_eq!(denied.throttle_time_ms, 0);

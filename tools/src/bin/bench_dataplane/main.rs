@@ -3,14 +3,15 @@
 //! tansu, through sluice-proxy and through haproxy, interleaved; requests on
 //! an unchanged cluster during 100 reloads; the broker choice; the same
 //! throughput with TLS from the clients (`tls`); SNI routing against port
-//! per broker over TLS (`sni`); and RSS per idle connection with 10,000
+//! per broker over TLS (`sni`); a topic policy and a quota against no
+//! filter (`filters`); and RSS per idle connection with 10,000
 //! connections (`memory`). Not run unless named: the record-size sweep,
 //! quiet and beside a CPU hog (`sweep`), and the system calls and context
 //! switches per request of each proxy (`syscalls`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
 //! [--connections N] [--requests N]
-//! [--only dataplane,tls,sni,memory,reload,broker,sweep,syscalls]` (run it
+//! [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr. `bench_dataplane --hog` is the
@@ -18,6 +19,7 @@
 
 mod broker;
 mod dataplane;
+mod filters;
 mod haproxy;
 mod memory;
 mod reload;
@@ -42,9 +44,17 @@ fn main() {
     };
     let mut connections = 10_000;
     let mut requests = 500;
-    let mut only: Vec<String> = ["dataplane", "tls", "sni", "memory", "reload", "broker"]
-        .map(String::from)
-        .to_vec();
+    let mut only: Vec<String> = [
+        "dataplane",
+        "tls",
+        "sni",
+        "filters",
+        "memory",
+        "reload",
+        "broker",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -79,6 +89,9 @@ fn main() {
     if only.iter().any(|s| s == "sni") {
         sni::run(&mut rig, plan);
     }
+    if only.iter().any(|s| s == "filters") {
+        filters::run(&mut rig, plan);
+    }
     if only.iter().any(|s| s == "memory") {
         memory::run(&rig, plan.reps.min(3), connections);
     }
@@ -96,7 +109,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,memory,reload,broker,sweep,syscalls] | --hog"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls] | --hog"
     );
     std::process::exit(2)
 }

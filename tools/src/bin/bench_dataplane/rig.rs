@@ -40,6 +40,9 @@ pub(crate) enum Path {
     HaproxyTls,
     /// TLS to sluice-proxy's SNI port, plaintext on to broker A.
     SluiceSni,
+    /// Through sluice-proxy to broker A, on a cluster with an allow-all
+    /// topic policy and a quota no run reaches.
+    SluiceFiltered,
 }
 
 impl Path {
@@ -52,6 +55,27 @@ impl Path {
 /// The SNI cluster's name and the domain of its server names.
 const SNI_CLUSTER: &str = "bench-sni";
 const SNI_DOMAIN: &str = "bench-sni.sni.bench";
+
+/// The filtered cluster's filters: a topic policy that must look at every
+/// request's topics (a deny rule, then an allow rule over the benchmark's
+/// topics, default deny: a policy that allowed everything outright would
+/// never be consulted) and allows all the benchmark does, and a quota of
+/// 100 GB/s each way per cluster and per client id, metered and never
+/// reached.
+const FILTERS: &str = "    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - { deny: [all], topics: [\"private-*\"] }
+            - { allow: [all], topics: [\"bench-*\"] }
+      - type: quota
+        config:
+          produceBytesPerSecond: 100000000000
+          fetchBytesPerSecond: 100000000000
+          perClientId: { produceBytesPerSecond: 100000000000, fetchBytesPerSecond: 100000000000 }
+          connectionsPerSecond: 100000
+";
 
 /// The running peers.
 pub(crate) struct Rig {
@@ -66,6 +90,7 @@ pub(crate) struct Rig {
     proxy_bootstrap: String,
     proxy_tls_bootstrap: String,
     proxy_sni_bootstrap: String,
+    proxy_filtered_bootstrap: String,
     /// What the SNI path's clients resolve its names with.
     hosts: Hosts,
     /// The CA of the SNI cluster's certificate.
@@ -90,7 +115,7 @@ impl Rig {
             Frontend::plain(&haproxy_addr, &b.addr),
             Frontend::tls(&haproxy_tls_addr, &c.addr, &pki),
         ]);
-        let base = ports(4);
+        let base = ports(6);
         let tls = format!(
             "      tls: {{ certFile: \"{}\", keyFile: \"{}\" }}\n",
             pki.server_cert.display(),
@@ -117,6 +142,7 @@ impl Rig {
                 config::tansu_cluster("bench", &a.addr, base, ""),
                 config::tansu_cluster("bench-tls", &a.addr, base + 2, &tls),
                 sni,
+                config::tansu_cluster("bench-filtered", &a.addr, base + 4, FILTERS),
             ],
         ));
         Rig {
@@ -130,6 +156,7 @@ impl Rig {
             proxy_bootstrap: format!("127.0.0.1:{base}"),
             proxy_tls_bootstrap: format!("127.0.0.1:{}", base + 2),
             proxy_sni_bootstrap: format!("bootstrap.{SNI_DOMAIN}:{sni_port}"),
+            proxy_filtered_bootstrap: format!("127.0.0.1:{}", base + 4),
             hosts,
             sni_ca: sni_ca.write(certs.path(), "sni-ca.pem"),
             pki,
@@ -147,6 +174,7 @@ impl Rig {
             Path::SluiceTls => &self.proxy_tls_bootstrap,
             Path::HaproxyTls => &self.haproxy_tls_addr,
             Path::SluiceSni => &self.proxy_sni_bootstrap,
+            Path::SluiceFiltered => &self.proxy_filtered_bootstrap,
         }
     }
 
@@ -173,7 +201,11 @@ impl Rig {
     /// The broker behind `path`.
     pub(crate) fn broker(&self, path: Path) -> &Tansu {
         match path {
-            Path::Direct | Path::Sluice | Path::SluiceTls | Path::SluiceSni => &self.a,
+            Path::Direct
+            | Path::Sluice
+            | Path::SluiceTls
+            | Path::SluiceSni
+            | Path::SluiceFiltered => &self.a,
             Path::Haproxy => &self.b,
             Path::HaproxyTls => &self.c,
         }
@@ -183,7 +215,9 @@ impl Rig {
     pub(crate) fn middle(&self, path: Path) -> Option<u32> {
         match path {
             Path::Direct => None,
-            Path::Sluice | Path::SluiceTls | Path::SluiceSni => Some(self.proxy.pid()),
+            Path::Sluice | Path::SluiceTls | Path::SluiceSni | Path::SluiceFiltered => {
+                Some(self.proxy.pid())
+            }
             Path::Haproxy | Path::HaproxyTls => Some(self.haproxy.pid()),
         }
     }
