@@ -252,11 +252,13 @@ impl ClusterMetrics {
         self.families.denied.get_or_create(&self.api(api)).inc();
     }
 
-    /// Counts `topics` topics a topic policy refused `operation` on.
-    pub(crate) fn policy_denied(&self, operation: &'static str, topics: usize) {
+    /// Counts `topics` topics a topic policy refused `operation` on, by
+    /// the deciding `rule` (see [`OperationLabels::rule`]).
+    pub(crate) fn policy_denied(&self, operation: &'static str, rule: String, topics: usize) {
         let labels = OperationLabels {
             cluster: self.name.clone(),
             operation,
+            rule,
         };
         let family = &self.families.policy_denied;
         family.get_or_create(&labels).inc_by(topics as u64);

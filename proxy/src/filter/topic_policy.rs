@@ -2,7 +2,7 @@
 //! decision per topic (the rules and the decision itself live in
 //! `sluice-config`'s `policy`; the per-API work in `sluice-kafka`'s).
 
-use sluice_config::policy::{self, Operation};
+use sluice_config::policy::{self, Decision, Operation};
 
 /// A cluster's topic policy, as the data plane asks it.
 #[derive(Debug)]
@@ -39,7 +39,48 @@ impl TopicPolicy {
     /// comes as "" (no topic has that name): refused, so it passes only
     /// where the operation is allowed on every topic ([`Self::open_for`]).
     pub(crate) fn allows(&self, op: Operation, topic: &str, client: &str) -> bool {
-        !topic.is_empty() && self.policy.decide(op, topic, client).allowed()
+        self.decide(op, topic, client).allowed()
+    }
+
+    /// [`Self::allows`], with the deciding rule of a denial.
+    pub(crate) fn decide(&self, op: Operation, topic: &str, client: &str) -> Decision {
+        if topic.is_empty() {
+            return Decision::Deny { rule: None };
+        }
+        self.policy.decide(op, topic, client)
+    }
+}
+
+/// A request's denials by deciding rule, for `sluice_policy_denied_total`.
+#[derive(Debug, Default)]
+pub(crate) struct Denials(Vec<(Option<usize>, usize)>);
+
+impl Denials {
+    /// Notes one topic's decision; returns whether it was allowed.
+    pub(crate) fn note(&mut self, decision: Decision) -> bool {
+        if let Decision::Deny { rule } = decision {
+            match self.0.iter_mut().find(|(r, _)| *r == rule) {
+                Some((_, n)) => *n += 1,
+                None => self.0.push((rule, 1)),
+            }
+        }
+        decision.allowed()
+    }
+
+    /// `(rule label, topics)` for the `denied` topics of one request: the
+    /// noted ones by rule, any others (a request naming every topic, judged
+    /// whole) as `every-topic`.
+    pub(crate) fn by_rule(self, denied: usize) -> Vec<(String, usize)> {
+        let noted: usize = self.0.iter().map(|(_, n)| n).sum();
+        let mut out: Vec<(String, usize)> = self
+            .0
+            .into_iter()
+            .map(|(rule, n)| (rule.map_or("default".into(), |i| (i + 1).to_string()), n))
+            .collect();
+        if denied > noted {
+            out.push(("every-topic".into(), denied - noted));
+        }
+        out
     }
 }
 
@@ -87,6 +128,35 @@ mod tests {
         assert!(
             !by_client.allows(Operation::Produce, "", "billing"),
             "by id"
+        );
+    }
+
+    #[test]
+    fn denials_are_counted_by_the_rule_that_decided() {
+        let policy = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Deny,
+            rules: vec![
+                rule(Effect::Deny, &[Operation::Produce], "secret-*", None),
+                rule(Effect::Allow, &[Operation::Produce], "*", Some("billing")),
+            ],
+        });
+        let mut denials = Denials::default();
+        for (topic, client) in [
+            ("secret-a", "billing"),
+            ("orders", "billing"),
+            ("secret-b", "guest"),
+            ("orders", "guest"),
+        ] {
+            denials.note(policy.decide(Operation::Produce, topic, client));
+        }
+        assert_eq!(
+            denials.by_rule(4),
+            [
+                ("1".to_owned(), 2),
+                ("default".to_owned(), 1),
+                ("every-topic".to_owned(), 1)
+            ]
         );
     }
 }

@@ -36,14 +36,18 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
-/// `cluster` and `operation` labels (a topic policy's operations: a
-/// fixed set).
+/// `cluster`, `operation` and `rule` labels (a topic policy's operations:
+/// a fixed set; its rules: as many as the configuration lists).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct OperationLabels {
     /// Virtual cluster name.
     pub cluster: String,
     /// The operation, e.g. `produce`.
     pub operation: &'static str,
+    /// The deciding rule: its position in `rules`, from 1; `default` when
+    /// no rule matched; `every-topic` for a request naming every topic,
+    /// which no policy allows.
+    pub rule: String,
 }
 
 /// `reason` label of connections the SNI port could not route.

@@ -13,9 +13,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
 use crate::dataplane::block::charged;
+use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::direction::{Answer, CHUNK, ConnError, MAX_IN_FLIGHT, Merged};
 use crate::dataplane::splice::Splice;
-use crate::filter::topic_policy::TopicPolicy;
+use crate::filter::topic_policy::{Denials, TopicPolicy};
 
 impl<R, W, S> Way<'_, R, W, S>
 where
@@ -76,11 +77,12 @@ where
         // Produce with acks=0 gets no answer, whatever becomes of it.
         let answered = expects_response(&frame, &header);
         let client = client_id(&frame).unwrap_or_default().to_owned();
+        let mut denials = Denials::default();
         let policed = if policy.open_for(op, &client) {
             Policed::Forward
         } else {
             police(&frame, &header, &cluster.topic_ids, &mut |topic| {
-                policy.allows(op, topic, &client)
+                denials.note(policy.decide(op, topic, &client))
             })?
         };
         let (sent, answer) = match policed {
@@ -90,7 +92,7 @@ where
                 merge,
                 denied,
             } => {
-                cluster.metrics.policy_denied(op.name(), denied);
+                count_denials(cluster, op, denials, denied);
                 let sent = match part {
                     Some(part) => {
                         drop(frame);
@@ -107,7 +109,7 @@ where
                 denied,
             } => {
                 drop(frame);
-                cluster.metrics.policy_denied(op.name(), denied);
+                count_denials(cluster, op, denials, denied);
                 if !answered {
                     return Ok(false);
                 }
@@ -131,5 +133,12 @@ where
         let sent: Bytes = sent;
         buf.write(wr, &sent).await?;
         Ok(false)
+    }
+}
+
+/// Counts a request's `denied` topics by their deciding rule.
+fn count_denials(cluster: &ClusterRuntime, op: Operation, denials: Denials, denied: usize) {
+    for (rule, topics) in denials.by_rule(denied) {
+        cluster.metrics.policy_denied(op.name(), rule, topics);
     }
 }

@@ -72,7 +72,7 @@ fn pairs(p: &[(&str, i16)]) -> Vec<(String, i16)> {
 }
 
 const DENIED_DESCRIBE: &str =
-    "sluice_policy_denied_total{cluster=\"orders\",operation=\"describe\"}";
+    "sluice_policy_denied_total{cluster=\"orders\",operation=\"describe\",rule=\"default\"}";
 
 #[tokio::test]
 async fn a_mixed_request_is_split_forwarded_and_merged() {

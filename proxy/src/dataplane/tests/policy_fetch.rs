@@ -148,7 +148,8 @@ async fn topics_named_by_id_are_judged_by_the_names_metadata_taught() {
         topics(&merged, BY_ID),
         [by_id(1, 0, true), by_id(2, 29, false), by_id(3, 100, false)]
     );
-    let consume = "sluice_policy_denied_total{cluster=\"orders\",operation=\"consume\"}";
+    let consume =
+        "sluice_policy_denied_total{cluster=\"orders\",operation=\"consume\",rule=\"default\"}";
     assert_eq!(rig.metric(consume), 2.0, "unknown ids are not denials");
 }
 
