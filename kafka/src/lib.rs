@@ -12,6 +12,7 @@
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
 //! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
+//! - [`session`]: Fetch sessions (KIP-227): read from a request's first bytes, reset
 //! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -23,6 +24,7 @@ pub mod encode;
 pub mod frame;
 pub mod policy;
 pub mod rewrite;
+pub mod session;
 mod splice;
 pub mod streamed;
 pub mod throttle;

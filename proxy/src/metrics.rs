@@ -264,6 +264,18 @@ impl ClusterMetrics {
         family.get_or_create(&labels).inc_by(topics as u64);
     }
 
+    /// Counts an incremental Fetch answered with the session error after a
+    /// change of the consume rules (`dataplane::requests::sessions`).
+    pub(crate) fn fetch_session_reset(&self) {
+        let label = ClusterLabel {
+            cluster: self.name.clone(),
+        };
+        self.families
+            .fetch_sessions_reset
+            .get_or_create(&label)
+            .inc();
+    }
+
     /// Counts a connection refused at once.
     pub fn rejected(&self, reason: &'static str) {
         let labels = ReasonLabels {

@@ -33,6 +33,8 @@ use crate::filter::{RequestHead, Verdict};
 mod dispatch;
 use dispatch::Shared;
 mod police;
+mod sessions;
+use sessions::Sessions;
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
 /// answers waiting for a client that does not read are bounded in bytes
@@ -67,6 +69,8 @@ where
     tokio::pin!(stop);
     // Made at the first request a quota mutes the connection for.
     let mut mute: Option<Arc<Mute>> = None;
+    // What the connection knows of its client's Fetch session.
+    let mut sessions = Sessions::default();
     loop {
         if buf.unread().is_empty()
             && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop, &mute).await?
@@ -103,6 +107,7 @@ where
             permits: &permits,
             tx: &tx,
             cluster,
+            sessions: &mut sessions,
         };
         let stopped = Box::pin(way.take(header, total, conn, &mut mute)).await?;
         if stopped {

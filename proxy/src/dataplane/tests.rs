@@ -9,6 +9,7 @@
 //! - `in_place`: limits a reload changes in place reach open connections
 //! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
 //! - `policy`: a topic policy split, answer, merge and filter per topic
+//! - `fetch_sessions`: Fetch sessions started again when the consume rules change
 //! - `quota`: the quota filter: throttled Produce and Fetch, in place
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
@@ -34,6 +35,7 @@ use crate::metrics::Metrics;
 
 mod backpressure;
 mod faults;
+mod fetch_sessions;
 mod in_place;
 mod kip951;
 mod lookups;

@@ -35,6 +35,27 @@ impl TopicPolicy {
         self.policy.allows_every_topic(op, client)
     }
 
+    /// Whether `other` surely decides `op` as this one does, on every topic
+    /// for every client: the same combination and default, and the same
+    /// rules covering `op`, in order (rules of other operations may
+    /// differ). Policies written differently that happen to decide alike
+    /// are taken as different. A Fetch session judged by one needs no
+    /// judging again under the other (`dataplane::requests::sessions`).
+    pub(crate) fn same_for(&self, other: &TopicPolicy, op: Operation) -> bool {
+        let covering = |p: &policy::TopicPolicy| -> Vec<policy::Rule> {
+            let rules = p.rules.iter().filter(|r| r.operations.contains(op));
+            // Only `op` of each: a rule's other operations do not matter.
+            rules
+                .map(|r| policy::Rule {
+                    operations: [op].into_iter().collect(),
+                    ..r.clone()
+                })
+                .collect()
+        };
+        let (a, b) = (&self.policy, &other.policy);
+        a.combine == b.combine && a.default == b.default && covering(a) == covering(b)
+    }
+
     /// Whether `client` may do `op` on `topic`. A topic named by id only
     /// comes as "" (no topic has that name): refused, so it passes only
     /// where the operation is allowed on every topic ([`Self::open_for`]).
@@ -158,5 +179,32 @@ mod tests {
                 ("every-topic".to_owned(), 1)
             ]
         );
+    }
+
+    #[test]
+    fn policies_differing_only_in_other_operations_decide_consume_alike() {
+        let with = |rules: Vec<Rule>| {
+            TopicPolicy::new(policy::TopicPolicy {
+                combine: Combine::First,
+                default: Effect::Allow,
+                rules,
+            })
+        };
+        let consume = |topic| rule(Effect::Deny, &[Operation::Consume], topic, None);
+        let base = with(vec![consume("b*")]);
+        let produce_too = with(vec![
+            rule(Effect::Deny, &[Operation::Produce], "a", None),
+            consume("b*"),
+        ]);
+        assert!(base.same_for(&produce_too, Operation::Consume));
+        assert!(!base.same_for(&produce_too, Operation::Produce));
+        assert!(!base.same_for(&with(vec![consume("c*")]), Operation::Consume));
+        assert!(!base.same_for(&with(vec![]), Operation::Consume));
+        let default_deny = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Deny,
+            rules: vec![consume("b*")],
+        });
+        assert!(!base.same_for(&default_deny, Operation::Consume));
     }
 }

@@ -22,6 +22,7 @@ pub(super) struct Families {
     pub(super) rewrites: Family<ApiLabels, Counter>,
     pub(super) denied: Family<ApiLabels, Counter>,
     pub(super) policy_denied: Family<OperationLabels, Counter>,
+    pub(super) fetch_sessions_reset: Family<ClusterLabel, Counter>,
     pub(super) upstream_connect_failures: Family<ClusterLabel, Counter>,
     pub(super) connections_closed_on_error: Family<ReasonLabels, Counter>,
     pub(super) unknown_nodes: Family<ClusterLabel, Counter>,
@@ -82,6 +83,11 @@ impl Families {
             "policy_denied",
             "Topics a topic policy refused, one per topic of each request (operation: produce, consume, describe, create, delete, alter, describe-configs, alter-configs); never counted as errors in the client signals",
             self.policy_denied.clone(),
+        );
+        r.register(
+            "fetch_sessions_reset",
+            "Incremental Fetch requests (KIP-227) the proxy answered INVALID_FETCH_SESSION_EPOCH because the topic policy's consume rules changed since the session's full Fetch: the client fetches in full again, judged by the rules in force, with no error for the application",
+            self.fetch_sessions_reset.clone(),
         );
         r.register(
             "upstream_connect_failures",

@@ -17,15 +17,17 @@ use super::super::inflight::Sender;
 use super::super::metered::Mute;
 use super::super::splice::Splice;
 use super::super::throttle;
+use super::sessions::{FETCH, Sessions};
 use super::{Request, Way, decide};
 use crate::filter::Verdict;
 
 /// What every request of a connection shares: its in-flight slots, the
-/// response side's queue, the cluster.
+/// response side's queue, the cluster, what it knows of its Fetch session.
 pub(super) struct Shared<'a> {
     pub(super) permits: &'a Arc<Semaphore>,
     pub(super) tx: &'a Sender<Slot>,
     pub(super) cluster: &'a ClusterRuntime,
+    pub(super) sessions: &'a mut Sessions,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -57,6 +59,13 @@ where
             Some((Arc::clone(p), op))
         });
         drop(chain);
+        // A Fetch session the consume rules changed under starts again
+        // (`sessions`); free while no policy looks at Fetch.
+        let fetch = header.api_key == FETCH && verdict == Verdict::Forward;
+        let policy = policed.as_ref().map(|(p, _)| p).filter(|_| fetch);
+        let reset = fetch
+            && conn.sessions.watching(policy)
+            && Box::pin(self.session_changed(&header, total, policy, conn.sessions)).await?;
         let request = Request {
             header,
             total,
@@ -66,6 +75,7 @@ where
             metered,
         };
         match verdict {
+            Verdict::Forward if reset => Box::pin(self.reset_session(request)).await,
             Verdict::Forward => match policed {
                 Some((policy, Operation::Produce)) => Box::pin(self.produce(request, policy)).await,
                 Some((policy, op)) => Box::pin(self.police(request, policy, op)).await,
