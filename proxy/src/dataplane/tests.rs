@@ -9,6 +9,8 @@
 //! - `in_place`: limits a reload changes in place reach open connections
 //! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
 //! - `policy`: a topic policy split, answer, merge and filter per topic
+//! - `policy_stream`: a Fetch of allowed and denied topics streams
+//! - `policy_by_id`: Metadata and Produce naming topics by id
 //! - `quota`: the quota filter: throttled Produce and Fetch, in place
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
@@ -39,8 +41,10 @@ mod kip951;
 mod lookups;
 mod memory;
 mod policy;
+mod policy_by_id;
 mod policy_fetch;
 mod policy_produce;
+mod policy_stream;
 mod quota;
 mod routing;
 mod signals;
