@@ -7,11 +7,11 @@
 #![no_main]
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, FetchRequest, fetch_request};
 use libfuzzer_sys::fuzz_target;
 use sluice_config::model::BrokerPorts;
 use sluice_config::types::Port;
 use sluice_kafka::deny::{DENIABLE_APIS, deny_response};
-use kafka_protocol::messages::{ApiKey, FetchRequest, fetch_request};
 use sluice_kafka::encode;
 use sluice_kafka::frame::{RequestHeader, request_header};
 use sluice_kafka::policy::{Policed, Prepended, TopicIds, Uuid, police};
