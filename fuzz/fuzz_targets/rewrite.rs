@@ -1,15 +1,20 @@
 //! Response rewriting, ApiVersions capping and deny responses: the first
 //! bytes choose the API and version, the rest is the frame body. A Fetch
 //! v16+ body is also walked as it would stream (`streamed`), in pieces of a
-//! size the input chooses, and its tail rewritten into the reserve.
+//! size the input chooses, and its tail rewritten into the reserve. A Fetch
+//! body of any version also gets a split Fetch's refused topics put first
+//! in its topics (`policy::Prepended`), as the proxy does while it streams.
 #![no_main]
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, FetchRequest, fetch_request};
 use libfuzzer_sys::fuzz_target;
 use sluice_config::model::BrokerPorts;
 use sluice_config::types::Port;
 use sluice_kafka::deny::{DENIABLE_APIS, deny_response};
-use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::encode;
+use sluice_kafka::frame::{RequestHeader, request_header};
+use sluice_kafka::policy::{Policed, Prepended, TopicIds, Uuid, police};
 use sluice_kafka::rewrite::{
     Advertised, REWRITTEN_APIS, rewrite_response, rewrite_tail, rewrites,
 };
@@ -39,6 +44,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if api == 1 && version >= 16 {
         streamed(&frame, version, &to, usize::from(*pick) + 1, &header);
+    }
+    if api == 1 && version >= 4 {
+        prepended(&frame, version, &to, &header);
     }
     let _ = cap_api_versions(&frame, version, &|k| k % 2 == 0);
     let deny = DENIABLE_APIS[usize::from(*pick) % DENIABLE_APIS.len()] as i16;
@@ -79,5 +87,44 @@ fn streamed(frame: &Bytes, version: i16, to: &Advertised, feed: usize, header: &
     assert_eq!(out.len(), frame.len() + reserve, "the size announced first");
     if let Err(e) = rewrite_response(&out.freeze(), header, to) {
         panic!("the streamed response cannot be read again: {e}");
+    }
+}
+
+/// A split Fetch's refused topics: "no" (id 2) of a Fetch of "ok" and "no".
+fn refused(version: i16) -> Option<Prepended> {
+    let mut request = FetchRequest::default();
+    for (name, id) in [("ok", 1), ("no", 2)] {
+        let mut topic = fetch_request::FetchTopic::default();
+        topic.topic = kafka_protocol::protocol::StrBytes::from_static_str(name).into();
+        topic.topic_id = Uuid::from_u128(id);
+        topic.partitions = vec![fetch_request::FetchPartition::default()];
+        request.topics.push(topic);
+    }
+    let frame = encode::request(ApiKey::Fetch, version, 1, "fuzz", &request).ok()?;
+    let ids = TopicIds::default();
+    ids.learn(&[(Uuid::from_u128(1), "ok".into()), (Uuid::from_u128(2), "no".into())]);
+    let header = request_header(&frame).ok()?;
+    match police(&frame, &header, &ids, &mut |t| t == "ok").ok()? {
+        Policed::Split { merge, .. } => merge.prepended().cloned(),
+        _ => None,
+    }
+}
+
+/// The refused topics put in `frame`: a prefix of the frame finds the
+/// topics' count where the whole frame does, or not yet; a response the
+/// proxy reads (v16+) is still one once they are in.
+fn prepended(frame: &Bytes, version: i16, to: &Advertised, header: &RequestHeader) {
+    let Some(refused) = refused(version) else { return };
+    let whole = refused.find(frame);
+    for cut in 0..frame.len().min(64) {
+        if let Ok(Some(found)) = refused.find(&frame[..cut]) {
+            assert_eq!(whole.as_ref().ok().copied().flatten(), Some(found));
+        }
+    }
+    let Ok(out) = refused.insert(frame) else { return };
+    if version >= 16 && rewrite_response(frame, header, to).is_ok() {
+        if let Err(e) = rewrite_response(&out, header, to) {
+            panic!("the response with the refused topics cannot be read: {e}");
+        }
     }
 }

@@ -6,19 +6,22 @@
 //! - every topic denied: the proxy answers, each topic with
 //!   TOPIC_AUTHORIZATION_FAILED;
 //! - some denied: the allowed part is encoded again and goes on, and the
-//!   upstream's response is merged with the denied topics' errors ([`Merge`]).
+//!   upstream's response is merged with the denied topics' errors ([`Merge`]);
+//!   a Fetch's response is not held for it: the denied topics' entries are
+//!   put first in its topics as it streams ([`Prepended`]).
 //!
 //! Requests that list every topic by naming none (Metadata, OffsetFetch)
 //! go on as they came, and their responses leave out what `keep` refuses.
-//! Topics named by id only (Fetch v13 on) are judged by the name a
-//! Metadata response taught ([`TopicIds`]); an id not learned yet gets
-//! UNKNOWN_TOPIC_ID (the client refreshes its metadata), never forwarded.
+//! Topics named by id only (Fetch and Produce v13 on) are judged by the
+//! name a Metadata response taught ([`TopicIds`]); an id not learned yet gets
+//! UNKNOWN_TOPIC_ID (the client refreshes its metadata), never forwarded;
+//! Metadata's topics named by id go on, and its response, which names
+//! them, refuses those denied (TOPIC_AUTHORIZATION_FAILED, no name).
 //! APIs that name topics in ways the proxy cannot judge (share fetches,
 //! brokers' APIs) are never split: any denied topic refuses the whole
 //! request.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader as KHeader, ResponseHeader};
@@ -26,16 +29,21 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::codec::{decode, encode, with_header};
 use super::frame::{FrameError, RequestHeader};
-use super::wire::{self, Checked};
+use super::wire::Checked;
 
 mod apis;
 mod fetch;
 mod ids;
 mod listed;
+mod merge;
+mod prepend;
 mod produce;
 
 pub use apis::{Handling, handling, policed};
 pub use ids::{MAX_TOPIC_IDS, TopicIds, UNKNOWN_TOPIC_ID, Uuid};
+use merge::Denied;
+pub use merge::Merge;
+pub use prepend::{Prepended, TopicsCount};
 pub use produce::{ProduceHead, produce_head};
 
 /// Kafka's TOPIC_AUTHORIZATION_FAILED: what a broker answers for a topic
@@ -65,54 +73,6 @@ pub enum Policed {
         /// How many topics were denied.
         denied: usize,
     },
-}
-
-/// The denied part of a split request (and whether the response lists
-/// topics to filter), kept until its response comes.
-pub struct Merge {
-    api: ApiKey,
-    version: i16,
-    refusal: Box<dyn Refusal>,
-}
-
-impl fmt::Debug for Merge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Merge({:?} v{})", self.api, self.version)
-    }
-}
-
-impl Merge {
-    /// The upstream's response `frame` (prefix included) with the denied
-    /// topics' errors added, and the listed topics `keep` refuses left out.
-    pub fn apply(
-        &self,
-        frame: &Bytes,
-        keep: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<Bytes, FrameError> {
-        let fail = |reason: String| bad(self.api, self.version, reason);
-        let header_version = self.api.response_header_version(self.version);
-        let mut buf = frame.slice(4..);
-        wire::check(&wire::RESPONSE_HEADER, header_version, &buf)
-            .map_err(|e| fail(e.to_string()))?;
-        let header =
-            ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
-        let mut body = self
-            .refusal
-            .merge(&mut buf, self.version, keep)
-            .map_err(fail)?;
-        body.put_slice(&buf);
-        with_header(&header, header_version, &body).map_err(fail)
-    }
-}
-
-/// How one API's denied part is merged into its response.
-trait Refusal: Send + Sync {
-    fn merge(
-        &self,
-        body: &mut Bytes,
-        version: i16,
-        keep: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<BytesMut, String>;
 }
 
 /// A request message that names topics, and how to refuse them.
@@ -160,13 +120,31 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     }
     /// Leaves out of the response what `keep` refuses (when it lists all).
     fn hide(_response: &mut Self::Response, _keep: &mut dyn FnMut(&str) -> bool) {}
-}
-
-struct Denied<T> {
-    request: T,
-    /// The topics named by ids not learned yet, when there are some.
-    unknown: Option<T>,
-    hide: bool,
+    /// Per topic, as in [`Topics::names`]: whether it is named by an id
+    /// only that its response names (Metadata): it goes on, and is judged
+    /// in the response ([`Topics::refuse_named`]), never answered
+    /// UNKNOWN_TOPIC_ID for an id the proxy has not learned.
+    fn judged_in_response(&self) -> Vec<bool> {
+        Vec::new()
+    }
+    /// Refuses, in the response, the topics `keep` refuses by the names
+    /// it gives them (topics asked by id only).
+    fn refuse_named(
+        _response: &mut Self::Response,
+        _keep: &mut dyn FnMut(&str) -> bool,
+        _version: i16,
+    ) {
+    }
+    /// The entries of the refused topics (`denied`, and `unknown` ids),
+    /// encoded to go first in the response as it streams; `None`: the
+    /// response is held and merged.
+    fn prepended(
+        _denied: &Self,
+        _unknown: Option<&Self>,
+        _version: i16,
+    ) -> Result<Option<Prepended>, String> {
+        Ok(None)
+    }
 }
 
 /// Adds the refused topics' errors to `into`: the denied ones'
@@ -185,22 +163,6 @@ enum Verdict {
     Denied,
     /// Named by an id the proxy has not learned.
     Unknown,
-}
-
-impl<T: Topics> Refusal for Denied<T> {
-    fn merge(
-        &self,
-        body: &mut Bytes,
-        version: i16,
-        keep: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<BytesMut, String> {
-        let mut response: T::Response = decode(body, version)?;
-        if self.hide {
-            T::hide(&mut response, keep);
-        }
-        refuse_all(&mut response, &self.request, self.unknown.as_ref());
-        encode(&response, version)
-    }
 }
 
 /// Applies `keep` (true: allowed) to every topic of `frame`, a request
@@ -264,10 +226,13 @@ impl Request<'_> {
                 denied: 1,
             });
         }
+        let later = request.judged_in_response();
         let verdicts: Vec<Verdict> = request
             .resolved(self.ids)
             .into_iter()
-            .map(|name| match name {
+            .enumerate()
+            .map(|(i, name)| match name {
+                _ if later.get(i) == Some(&true) => Verdict::Allowed,
                 None => Verdict::Unknown,
                 Some(name) if keep(&name) => Verdict::Allowed,
                 Some(_) => Verdict::Denied,
@@ -276,8 +241,8 @@ impl Request<'_> {
         let count = |v: Verdict| verdicts.iter().filter(|k| **k == v).count();
         let (denied, unknown) = (count(Verdict::Denied), count(Verdict::Unknown));
         let refused = denied + unknown;
-        let hide = request.lists_all(version);
-        if refused == 0 && !hide {
+        let (hide, by_id) = (request.lists_all(version), later.contains(&true));
+        if refused == 0 && !hide && !by_id {
             return Ok(Policed::Forward);
         }
         let part = |wanted: Verdict| {
@@ -301,18 +266,38 @@ impl Request<'_> {
             0 => None,
             _ => Some(self.reframe(&part(Verdict::Allowed), version)?),
         };
+        let refusal = Denied {
+            request: part(Verdict::Denied),
+            unknown: unknowns,
+            hide,
+            by_id,
+        };
         Ok(Policed::Split {
             request: forwarded,
-            merge: Merge {
-                api: self.api,
-                version,
-                refusal: Box::new(Denied {
-                    request: part(Verdict::Denied),
-                    unknown: unknowns,
-                    hide,
-                }),
-            },
+            merge: self.merge(refusal, refused > 0, version)?,
             denied,
+        })
+    }
+
+    /// What the response to a split request is merged with: `refusal`,
+    /// its entries encoded now when they go first in the streamed response
+    /// (only when some topics are `refused`).
+    fn merge<T: Topics>(
+        &self,
+        refusal: Denied<T>,
+        refused: bool,
+        version: i16,
+    ) -> Result<Merge, String> {
+        let prepended = if refused {
+            T::prepended(&refusal.request, refusal.unknown.as_ref(), version)?
+        } else {
+            None
+        };
+        Ok(Merge {
+            api: self.api,
+            version,
+            refusal: Box::new(refusal),
+            prepended,
         })
     }
 

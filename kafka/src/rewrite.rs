@@ -121,8 +121,8 @@ pub struct Rewritten {
     /// Node ids outside the port range, dropped from the response.
     pub unmapped: Vec<i32>,
     /// Topic ids and names a Metadata response (v10 on) carries, for the
-    /// topic policy's id map ([`crate::policy::TopicIds`]).
-    pub topic_ids: Vec<(crate::policy::Uuid, String)>,
+    /// topic policy's id map (`policy::TopicIds`).
+    pub topic_ids: Vec<(uuid::Uuid, String)>,
     /// The distinct error codes other than 0 in the response as rewritten
     /// (Metadata: the response's, its topics' and partitions';
     /// FindCoordinator: each coordinator's; DescribeCluster: the

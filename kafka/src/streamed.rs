@@ -119,6 +119,18 @@ impl Walk {
         }
     }
 
+    /// A walk of the rest of a Fetch response at `version` whose head, up
+    /// to and including its topics array's count (`topics`), was passed by
+    /// the caller (a split Fetch's refused topics put in first:
+    /// [`Prepended`](super::policy::Prepended)).
+    pub fn fetch_topics(version: i16, topics: u32) -> Walk {
+        Walk {
+            at: if topics > 0 { At::Topic } else { At::Tail },
+            topics,
+            ..Walk::fetch(version)
+        }
+    }
+
     /// The next part, from `bytes`: what is buffered of the frame from where
     /// the last part ended (at most the rest of the frame). `Ok(None)` when
     /// more bytes are needed to tell. Consecutive checked parts come as one.

@@ -2,10 +2,12 @@
 //! and where their errors go in the response. The APIs are those of
 //! `sluice-config`'s `policy::API_OPERATIONS` (a test checks each is here).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use kafka_protocol::messages::*;
 
-use super::{Policed, Request, Topics, judge};
+use super::{Policed, Request, TopicIds, Topics, judge};
 
 /// Kafka's TOPIC resource type in the configs APIs.
 const TOPIC_RESOURCE: i8 = 2;
@@ -109,6 +111,23 @@ macro_rules! by_partition {
             fn names(&self) -> Vec<&str> {
                 self.$topics.iter().map(|t| t.$name.as_str()).collect()
             }
+            $(
+                /// Topics named by id only (Produce v13 on; OffsetCommit
+                /// once its codec decodes v10): judged by the names
+                /// Metadata taught.
+                fn resolved(&self, ids: &TopicIds) -> Vec<Option<Cow<'_, str>>> {
+                    self.$topics
+                        .iter()
+                        .map(|t| {
+                            if t.$name.is_empty() && !t.$tid.is_nil() {
+                                ids.name(t.$tid).map(Cow::Owned)
+                            } else {
+                                Some(Cow::Borrowed(t.$name.as_str()))
+                            }
+                        })
+                        .collect()
+                }
+            )?
             fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
                 self.$topics.retain(|t| keep(t.$name.as_str()));
             }

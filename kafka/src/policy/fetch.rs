@@ -1,13 +1,14 @@
-//! Fetch under a topic policy: split per topic like the other APIs (its
-//! response held and merged only when some topics are refused). From v13
-//! it names topics by id only: judged by the names Metadata taught.
+//! Fetch under a topic policy: split per topic like the other APIs, its
+//! response not held for it: the refused topics' entries go first in it as
+//! it streams ([`Prepended`]). From v13 it names topics by id only: judged
+//! by the names Metadata taught.
 
 use std::borrow::Cow;
 
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::{TopicIds, Topics};
+use super::{Prepended, TopicIds, Topics, refuse_all};
 
 impl Topics for FetchRequest {
     type Response = FetchResponse;
@@ -49,5 +50,16 @@ impl Topics for FetchRequest {
                 .collect();
             into.responses.push(out);
         }
+    }
+    /// The refused topics' entries, as the response at `version` carries
+    /// them: by name before v13, by id on (what the client sent).
+    fn prepended(
+        denied: &Self,
+        unknown: Option<&Self>,
+        version: i16,
+    ) -> Result<Option<Prepended>, String> {
+        let mut response = FetchResponse::default();
+        refuse_all(&mut response, denied, unknown);
+        Prepended::encode(&response.responses, version).map(Some)
     }
 }

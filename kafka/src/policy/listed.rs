@@ -1,11 +1,17 @@
 //! The APIs that ask for every topic by naming none: Metadata (topics
 //! null, or empty in v0) and OffsetFetch (a group's topics null). Named
 //! topics are judged like any others; a list of all of them leaves out,
-//! in the response, the topics the client may not describe.
+//! in the response, the topics the client may not describe. Metadata's
+//! topics named by id only go on, judged by the names its response gives
+//! them: a denied one is answered as a broker's ACLs answer it
+//! (TOPIC_AUTHORIZATION_FAILED, its id and no name).
 
 use kafka_protocol::messages::*;
 
-use super::{Handling, Topics};
+use super::{Handling, TOPIC_AUTHORIZATION_FAILED, Topics};
+
+/// The first Metadata version whose response names may be null.
+const NULL_NAMES: i16 = 12;
 
 fn name_of(name: &Option<TopicName>) -> &str {
     name.as_ref().map_or("", |n| n.as_str())
@@ -48,6 +54,39 @@ impl Topics for MetadataRequest {
     }
     fn hide(response: &mut MetadataResponse, keep: &mut dyn FnMut(&str) -> bool) {
         response.topics.retain(|t| keep(name_of(&t.name)));
+    }
+    fn judged_in_response(&self) -> Vec<bool> {
+        self.topics
+            .iter()
+            .flatten()
+            .map(|t| t.name.as_ref().is_none_or(|n| n.is_empty()) && !t.topic_id.is_nil())
+            .collect()
+    }
+    /// Every named topic of the response is judged (those the request
+    /// named were allowed already): a denied one keeps only its id, or is
+    /// left out where a name may not be null (before v12, which names
+    /// topics by id only in the request).
+    fn refuse_named(
+        response: &mut MetadataResponse,
+        keep: &mut dyn FnMut(&str) -> bool,
+        version: i16,
+    ) {
+        let mut denied = |t: &metadata_response::MetadataResponseTopic| {
+            t.name.as_ref().is_some_and(|n| !keep(n.as_str()))
+        };
+        if version < NULL_NAMES {
+            response.topics.retain(|t| !denied(t));
+            return;
+        }
+        for t in &mut response.topics {
+            if denied(t) {
+                let mut out = metadata_response::MetadataResponseTopic::default();
+                out.name = None;
+                out.error_code = TOPIC_AUTHORIZATION_FAILED;
+                out.topic_id = t.topic_id;
+                *t = out;
+            }
+        }
     }
 }
 

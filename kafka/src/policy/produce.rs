@@ -1,10 +1,15 @@
 //! The first bytes of a Produce request, as far as a topic policy needs
 //! them to let it stream: the client id, how many topics, and the first
-//! topic's name. Read without holding the request (its records follow).
+//! topic's name (or id, from v13). Read without holding the request (its
+//! records follow).
 
 use bytes::Buf;
+use uuid::Uuid;
 
 use crate::frame::{AdvanceChecked, read_uvarint, skip_tagged_fields};
+
+/// The first Produce version naming topics by id.
+const BY_ID: i16 = 13;
 
 /// What the head of a Produce request says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +21,8 @@ pub struct ProduceHead<'a> {
     /// The first topic's name; `None` when named by id (v13 on) or when
     /// there is none.
     pub first: Option<&'a str>,
+    /// The first topic's id (v13 on, when there is one).
+    pub first_id: Option<Uuid>,
 }
 
 /// Reads the head of a Produce request frame (prefix included) of
@@ -38,15 +45,19 @@ pub fn produce_head(prefix: &[u8], version: i16) -> Option<ProduceHead<'_>> {
     } else {
         usize::try_from(b.try_get_i32().ok()?).ok()?
     };
-    let first = if topics == 0 || version >= 13 {
-        None
-    } else {
-        nullable(&mut b, flexible)?
+    let (first, first_id) = match (topics, version) {
+        (0, _) => (None, None),
+        (_, BY_ID..) => {
+            let id = b.get(..16)?;
+            (None, Some(Uuid::from_slice(id).ok()?))
+        }
+        _ => (nullable(&mut b, flexible)?, None),
     };
     Some(ProduceHead {
         client_id,
         topics,
         first,
+        first_id,
     })
 }
 
@@ -106,6 +117,7 @@ mod tests {
                     client_id: "billing-1",
                     topics: 2,
                     first: Some("orders"),
+                    first_id: None,
                 },
                 "v{version}"
             );
@@ -115,5 +127,25 @@ mod tests {
         }
         let frame = produce(9, &[]);
         assert_eq!(produce_head(&frame, 9).unwrap().topics, 0);
+    }
+
+    #[test]
+    fn from_v13_the_first_topic_is_read_by_its_id() {
+        let mut r = ProduceRequest::default();
+        r.acks = -1;
+        for n in [7u128, 8] {
+            let mut t = produce_request::TopicProduceData::default();
+            t.topic_id = Uuid::from_u128(n);
+            t.partition_data = vec![produce_request::PartitionProduceData::default()];
+            r.topic_data.push(t);
+        }
+        let frame = encode::request(ApiKey::Produce, 13, 1, "billing-1", &r).unwrap();
+        let head = produce_head(&frame, 13).unwrap();
+        assert_eq!((head.topics, head.first), (2, None));
+        assert_eq!(head.first_id, Some(Uuid::from_u128(7)));
+        // Cut inside the id: not yet.
+        let id = Uuid::from_u128(7).into_bytes();
+        let at = frame.windows(16).position(|w| w == id).unwrap();
+        assert_eq!(produce_head(&frame[..at + 15], 13), None);
     }
 }

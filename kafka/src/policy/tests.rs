@@ -8,6 +8,7 @@ use sluice_config::policy::API_OPERATIONS;
 use super::*;
 use crate::encode;
 
+mod by_id;
 mod docs;
 mod fetch;
 use crate::frame::request_header;

@@ -15,7 +15,7 @@ pub(super) struct Mapper<'a> {
     /// Distinct error codes other than 0 seen in the response.
     pub(super) errors: Vec<i16>,
     /// Topic ids and names seen (Metadata v10 on).
-    pub(super) topic_ids: Vec<(crate::policy::Uuid, String)>,
+    pub(super) topic_ids: Vec<(uuid::Uuid, String)>,
 }
 
 impl Mapper<'_> {

@@ -122,13 +122,11 @@ where
             buf.write(wr, answer).await?;
             Ok(None)
         }
-        // A request a topic policy split: held and merged (`merged`).
+        // A request a topic policy split: merged (`merged`), and metered
+        // like any other.
         Answer::Merged(merged) => {
-            let total = relay_merged(merged, max, buf, rd, wr, cluster).await?;
-            // A split Fetch counts against the quota like any other.
-            if let Some(Metered::Fetch { spec, client, mute }) = front.metered.as_deref() {
-                throttle::fetched(spec, client, mute, total, cluster);
-            }
+            let metered = front.metered.as_deref();
+            Box::pin(relay_merged(merged, metered, max, buf, rd, wr, cluster)).await?;
             Ok(Some(merged.header.api_key))
         }
         Answer::Upstream(header) => {

@@ -10,6 +10,8 @@
 //! - `kip951`: Fetch v16+ responses stream with their endpoints rewritten
 //! - `policy`: a topic policy split, answer, merge and filter per topic
 //! - `fetch_sessions`: Fetch sessions started again when the consume rules change
+//! - `policy_stream`: a Fetch of allowed and denied topics streams
+//! - `policy_by_id`: Metadata and Produce naming topics by id
 //! - `quota`: the quota filter: throttled Produce and Fetch, in place
 //! - `faults`: what still closes a connection
 //! - `lookups`: failing broker lookups do not amplify
@@ -41,8 +43,10 @@ mod kip951;
 mod lookups;
 mod memory;
 mod policy;
+mod policy_by_id;
 mod policy_fetch;
 mod policy_produce;
+mod policy_stream;
 mod quota;
 mod routing;
 mod signals;

@@ -6,8 +6,9 @@
 //! request side stops reading for the throttle time: nothing of the client
 //! is read or buffered meanwhile, its own TCP window holds it back.
 //!
-//! Fetch responses keep the broker's `throttle_time_ms` for now: setting
-//! the proxy's there waits for the streamed Fetch path (KIP-951).
+//! A Fetch response's `throttle_time_ms` is raised in place as its head
+//! arrives ([`patch_fetch`]), whether it passes as it came or split by a
+//! topic policy (`merged`): the longer of the broker's and the quota's.
 
 use std::sync::Arc;
 use std::time::Duration;

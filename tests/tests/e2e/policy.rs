@@ -67,7 +67,9 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
     // librdkafka learns from Metadata that it may not describe `secret`
     // and fails its message without a Produce.
     assert!(
-        proxy.metric("sluice_policy_denied_total{cluster=\"edge\",operation=\"describe\"}") >= 1.0
+        proxy.metric(
+            "sluice_policy_denied_total{cluster=\"edge\",operation=\"describe\",rule=\"1\"}"
+        ) >= 1.0
     );
 
     // One Produce request naming both: split, tansu writes `keep`, and
@@ -101,7 +103,9 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
         "written after librdkafka's record: {produced:?}"
     );
     assert_eq!(
-        proxy.metric("sluice_policy_denied_total{cluster=\"edge\",operation=\"produce\"}"),
+        proxy.metric(
+            "sluice_policy_denied_total{cluster=\"edge\",operation=\"produce\",rule=\"1\"}"
+        ),
         1.0
     );
     proxy.assert_clean_logs();

@@ -87,6 +87,15 @@ fn a_fetch_of_allowed_and_denied_topics_is_split() {
         topics_of(&merged, 12),
         [("ok-a".into(), 0, 0, true), ("no-b".into(), 0, 29, false)]
     );
+    // As it streams: the refused first, the response not held.
+    let prepended = merge
+        .prepended()
+        .expect("a Fetch's refused topics go first");
+    let streamed = prepended.insert(&upstream(&[("ok-a", 0)], 12)).unwrap();
+    assert_eq!(
+        topics_of(&streamed, 12),
+        [("no-b".into(), 0, 29, false), ("ok-a".into(), 0, 0, true)]
+    );
     // Every topic allowed: forwarded as it came.
     let frame = encode::request(ApiKey::Fetch, 12, 1, "c", &fetch(&[("ok-a", 0)])).unwrap();
     assert!(matches!(
@@ -131,6 +140,19 @@ fn topics_named_by_id_are_judged_by_their_learned_names() {
             (String::new(), 1, 0, true),
             (String::new(), 2, 29, false),
             (String::new(), 3, 100, false),
+        ]
+    );
+
+    let prepended = merge
+        .prepended()
+        .expect("a Fetch's refused topics go first");
+    let streamed = prepended.insert(&upstream(&[("", 1)], v)).unwrap();
+    assert_eq!(
+        topics_of(&streamed, v),
+        [
+            (String::new(), 2, 29, false),
+            (String::new(), 3, 100, false),
+            (String::new(), 1, 0, true),
         ]
     );
 

@@ -3,6 +3,7 @@
 //! then forwarded as they came, answered by the proxy, or split (the
 //! allowed part forwarded, the response merged: `merged`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -27,7 +28,8 @@ where
     /// A Produce request under a policy: streamed as ever (spliced, in
     /// plaintext) when its client may produce to every topic, or when it
     /// writes to one topic it may produce to (both read from its first
-    /// bytes); held and judged per topic otherwise. True when the
+    /// bytes; a topic named by id, from v13, by the name Metadata taught);
+    /// held and judged per topic otherwise. True when the
     /// generation drained before any of it went.
     pub(super) async fn produce(
         self,
@@ -39,11 +41,15 @@ where
             let unread = self.buf.unread();
             if let Some(head) = produce_head(unread, version) {
                 let client = head.client_id;
+                // By name, or (v13 on) by an id Metadata taught.
+                let ids = &request.cluster.topic_ids;
+                let first = head.first.map(Cow::Borrowed).or_else(|| {
+                    let name = head.first_id.and_then(|id| ids.name(id));
+                    name.map(Cow::Owned)
+                });
                 break policy.open_for(Operation::Produce, client)
                     || head.topics == 1
-                        && head
-                            .first
-                            .is_some_and(|t| policy.allows(Operation::Produce, t, client));
+                        && first.is_some_and(|t| policy.allows(Operation::Produce, &t, client));
             }
             if unread.len() >= total.min(CHUNK) {
                 // Ids too long to read within a chunk: held and decoded.

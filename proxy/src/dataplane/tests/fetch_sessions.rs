@@ -114,8 +114,9 @@ async fn an_incremental_fetch_after_a_consume_change_starts_its_session_again() 
         (
             0,
             78,
-            vec![topic("ok-a", 0, true), topic("no-b", 29, false)]
-        )
+            vec![topic("no-b", 29, false), topic("ok-a", 0, true)]
+        ),
+        "the refused topic first (it streams ahead of the records)"
     );
     // The new session was judged by the rules in force: it goes on.
     passes(c, u, &fetch(5, 78, 1, &[]), &fetched(5, 78, &["ok-a"])).await;

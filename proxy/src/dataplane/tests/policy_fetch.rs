@@ -1,6 +1,7 @@
 //! Fetch under a topic policy: topics named by id (v13 on) judged by the
 //! names the cluster's Metadata answers taught, an id not learned yet
-//! answered UNKNOWN_TOPIC_ID; a Fetch of allowed and denied topics split.
+//! answered UNKNOWN_TOPIC_ID; a Fetch of allowed and denied topics split,
+//! the refused topics first in its response.
 
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -15,12 +16,12 @@ const BY_ID: i16 = 16;
 /// The last Fetch by name.
 const BY_NAME: i16 = 12;
 
-fn name(n: &str) -> TopicName {
+pub(super) fn name(n: &str) -> TopicName {
     TopicName(StrBytes::from_string(n.to_owned()))
 }
 
 /// A Fetch of partition 0 of each topic: by name, or by id where the name is "".
-fn fetch(id: i32, version: i16, topics: &[(&str, u128)]) -> Vec<u8> {
+pub(super) fn fetch(id: i32, version: i16, topics: &[(&str, u128)]) -> Vec<u8> {
     let mut r = FetchRequest::default();
     r.max_wait_ms = 100;
     for (n, topic_id) in topics {
@@ -69,7 +70,7 @@ fn by_id(id: u128, code: i16, records: bool) -> (String, u128, i16, bool) {
 
 /// The client asks Metadata for every topic; the upstream knows "ok-a"
 /// (id 1) and "no-b" (id 2).
-async fn learn_ids(client: &mut TcpStream, upstream: &mut TcpStream, id: i32) {
+pub(super) async fn learn_ids(client: &mut TcpStream, upstream: &mut TcpStream, id: i32) {
     let mut all = MetadataRequest::default();
     all.topics = None;
     client
@@ -144,9 +145,10 @@ async fn topics_named_by_id_are_judged_by_the_names_metadata_taught() {
         .unwrap();
     let merged = read_frame(&mut client).await;
     assert_eq!(correlation(&merged), 5);
+    // The refused first: put in as the response streams.
     assert_eq!(
         topics(&merged, BY_ID),
-        [by_id(1, 0, true), by_id(2, 29, false), by_id(3, 100, false)]
+        [by_id(2, 29, false), by_id(3, 100, false), by_id(1, 0, true)]
     );
     let consume =
         "sluice_policy_denied_total{cluster=\"orders\",operation=\"consume\",rule=\"default\"}";
@@ -174,7 +176,7 @@ async fn a_fetch_of_allowed_and_denied_topics_is_split_and_merged() {
     let merged = read_frame(&mut client).await;
     assert_eq!(
         topics(&merged, BY_NAME),
-        [("ok-a".into(), 0, 0, true), ("no-b".into(), 0, 29, false)]
+        [("no-b".into(), 0, 29, false), ("ok-a".into(), 0, 0, true)]
     );
 }
 

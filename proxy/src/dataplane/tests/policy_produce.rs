@@ -133,3 +133,30 @@ async fn produce_open_to_every_client_is_never_decoded() {
     client.write_all(&frame).await.unwrap();
     assert_eq!(read_frame(&mut upstream).await, frame);
 }
+
+#[tokio::test]
+async fn a_split_produce_over_its_quota_carries_the_throttle_time() {
+    let quota = "      - type: quota\n        config: { produceBytesPerSecond: 1000 }\n";
+    let mut rig = Rig::start(&format!("{OK_ONLY}{quota}")).await;
+    let (mut client, mut upstream) = rig.connection().await;
+    // Some 11 kB against 1000 B/s: hundreds of ms over.
+    client
+        .write_all(&produce(1, &["ok-a", "no-b"], 5_500))
+        .await
+        .unwrap();
+    read_frame(&mut upstream).await;
+    upstream
+        .write_all(&response(ApiKey::Produce, V, 1, &produced(&["ok-a"])))
+        .await
+        .unwrap();
+    let got = read_frame(&mut client).await;
+    assert_eq!(
+        results(&got),
+        [("ok-a".to_owned(), 0), ("no-b".to_owned(), 29)]
+    );
+    let throttle = body::<ProduceResponse>(&got, ApiKey::Produce, V, false).throttle_time_ms;
+    assert!(
+        (100..=1100).contains(&throttle),
+        "throttle_time_ms {throttle}"
+    );
+}
