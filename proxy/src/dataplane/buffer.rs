@@ -254,7 +254,7 @@ impl FrameBuf {
             chunk.compact(self.start);
             self.start = 0;
         }
-        Ok(clock.read(chunk.read(rd, CHUNK)).await?)
+        clock.read(chunk.read(rd, CHUNK)).await
     }
 
     /// Reads what `rd` has ready now (no wait) into the chunk's free room,
