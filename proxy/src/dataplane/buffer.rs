@@ -12,20 +12,23 @@
 //! A frame that must be held whole (to rewrite or to answer it) is copied
 //! out of the chunk when it is already all there, or read into a [`Block`]
 //! of exactly its size, charged for as long as any of it is referenced.
+//!
+//! A chunk is read into without being cleared first (`chunk`).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
-use std::pin::Pin;
-use std::task::Poll;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::block::{Block, charged};
 use super::direction::{CHUNK, ConnError, FrameClock};
 use super::splice::{self, SPLICE_AT_LEAST, Splice, Spliced};
-use crate::budget::{Budget, Charge};
+use crate::budget::Budget;
+
+mod chunk;
+use chunk::Chunk;
 
 /// What an idle direction reads into while it waits for data.
 const PROBE: usize = 64;
@@ -37,10 +40,9 @@ pub(super) struct FrameBuf {
     written: Counter,
     /// Of those, the ones spliced (`sluice_spliced_bytes_total`).
     spliced: Counter,
-    chunk: Option<(Box<[u8]>, Charge)>,
-    /// `chunk[start..end]` is read and not written or taken.
+    chunk: Option<Chunk>,
+    /// The chunk's bytes from `start` on are read and not written or taken.
     start: usize,
-    end: usize,
     /// The first `pending` of those are passed on, to be written in one go.
     pending: usize,
     probe: [u8; PROBE],
@@ -54,7 +56,6 @@ impl FrameBuf {
             spliced,
             chunk: None,
             start: 0,
-            end: 0,
             pending: 0,
             probe: [0; PROBE],
         }
@@ -63,28 +64,33 @@ impl FrameBuf {
     /// Bytes read and not yet passed on or taken.
     pub(super) fn unread(&self) -> &[u8] {
         match &self.chunk {
-            Some((chunk, _)) => &chunk[self.start + self.pending..self.end],
+            Some(chunk) => &chunk.filled()[self.start + self.pending..],
             None => &[],
         }
+    }
+
+    /// Where the bytes read end: the chunk's length (0 without one).
+    fn end(&self) -> usize {
+        self.chunk.as_ref().map_or(0, Chunk::len)
     }
 
     /// Puts `size` in the length prefix of the frame whose start is unread
     /// (a frame the proxy passes on grown or shrunk).
     pub(super) fn set_frame_size(&mut self, size: i32) {
-        if let Some((chunk, _)) = &mut self.chunk {
+        if let Some(chunk) = &mut self.chunk {
             let at = self.start + self.pending;
-            chunk[at..at + 4].copy_from_slice(&size.to_be_bytes());
+            chunk.filled_mut()[at..at + 4].copy_from_slice(&size.to_be_bytes());
         }
     }
 
     /// Raises the big-endian int32 at `at` of the unread bytes to at least
     /// `value` (a Fetch response's throttle time, patched as it streams).
     pub(super) fn raise_i32(&mut self, at: usize, value: i32) {
-        let (start, end) = (self.start + self.pending + at, self.end);
-        if let Some((chunk, _)) = &mut self.chunk
+        let (start, end) = (self.start + self.pending + at, self.end());
+        if let Some(chunk) = &mut self.chunk
             && start + 4 <= end
         {
-            let field = &mut chunk[start..start + 4];
+            let field = &mut chunk.filled_mut()[start..start + 4];
             let old = i32::from_be_bytes([field[0], field[1], field[2], field[3]]);
             field.copy_from_slice(&old.max(value).to_be_bytes());
         }
@@ -92,7 +98,7 @@ impl FrameBuf {
 
     /// Whether nothing is buffered: the direction can wait idle.
     pub(super) fn is_empty(&self) -> bool {
-        self.start == self.end
+        self.start == self.end()
     }
 
     /// Marks the next `n` unread bytes as passed on; [`FrameBuf::flush`]
@@ -105,17 +111,19 @@ impl FrameBuf {
     /// Writes what was passed on.
     pub(super) async fn flush<W: AsyncWrite + Unpin>(&mut self, wr: &mut W) -> std::io::Result<()> {
         if self.pending > 0 {
-            if let Some((chunk, _)) = &self.chunk {
-                wr.write_all(&chunk[self.start..self.start + self.pending])
+            if let Some(chunk) = &self.chunk {
+                wr.write_all(&chunk.filled()[self.start..self.start + self.pending])
                     .await?;
             }
             self.written.inc_by(self.pending as u64);
             self.start += self.pending;
             self.pending = 0;
         }
-        if self.start == self.end {
+        if self.is_empty() {
             self.start = 0;
-            self.end = 0;
+            if let Some(chunk) = &mut self.chunk {
+                chunk.clear();
+            }
         }
         wr.flush().await
     }
@@ -152,6 +160,7 @@ impl FrameBuf {
     pub(super) fn release_if_empty(&mut self) {
         if self.is_empty() && self.pending == 0 {
             self.chunk = None;
+            self.start = 0;
         }
     }
 
@@ -167,7 +176,7 @@ impl FrameBuf {
         rd: &mut R,
     ) -> std::io::Result<usize> {
         debug_assert!(self.is_empty());
-        self.chunk = None;
+        self.release_if_empty();
         if rd.socket().is_none() {
             return rd.read(&mut self.probe).await;
         }
@@ -190,22 +199,11 @@ impl FrameBuf {
         &mut self,
         rd: &mut R,
     ) -> std::io::Result<Option<usize>> {
-        let charge = self.budget.reserve(CHUNK).await;
-        let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
-        let first = SPLICE_AT_LEAST.min(CHUNK);
-        let read = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut chunk[..first]);
-            Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
-                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
-                Poll::Pending => None,
-            })
-        })
-        .await
-        .transpose()?;
-        if let Some(n) = read.filter(|&n| n > 0) {
-            self.chunk = Some((chunk, charge));
+        let mut chunk = Chunk::new(self.budget.reserve(CHUNK).await);
+        let read = chunk.read_now(rd, SPLICE_AT_LEAST).await.transpose()?;
+        if read.is_some_and(|n| n > 0) {
+            self.chunk = Some(chunk);
             self.start = 0;
-            self.end = n;
         }
         Ok(read)
     }
@@ -215,15 +213,13 @@ impl FrameBuf {
     /// were read into one already.
     pub(super) async fn adopt(&mut self, n: usize) {
         if self.chunk.is_some() {
-            debug_assert_eq!((self.start, self.end), (0, n));
+            debug_assert_eq!((self.start, self.end()), (0, n));
             return;
         }
-        let charge = self.budget.reserve(CHUNK).await;
-        let mut chunk = vec![0u8; CHUNK].into_boxed_slice();
-        chunk[..n].copy_from_slice(&self.probe[..n]);
-        self.chunk = Some((chunk, charge));
+        let mut chunk = Chunk::new(self.budget.reserve(CHUNK).await);
+        chunk.put(&self.probe[..n]);
+        self.chunk = Some(chunk);
         self.start = 0;
-        self.end = n;
     }
 
     /// Reads more of a frame that has started, into the free part of the
@@ -251,17 +247,14 @@ impl FrameBuf {
             }
             return Ok(n);
         }
-        let Some((chunk, _)) = &mut self.chunk else {
+        let Some(chunk) = &mut self.chunk else {
             unreachable!("a chunk is held")
         };
-        if self.end == chunk.len() {
-            chunk.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
+        if chunk.is_full() {
+            chunk.compact(self.start);
             self.start = 0;
         }
-        let n = clock.read(rd.read(&mut chunk[self.end..])).await?;
-        self.end += n;
-        Ok(n)
+        clock.read(chunk.read(rd, CHUNK)).await
     }
 
     /// Reads what `rd` has ready now (no wait) into the chunk's free room,
@@ -273,28 +266,15 @@ impl FrameBuf {
         &mut self,
         rd: &mut R,
     ) -> std::io::Result<Option<usize>> {
-        let Some((chunk, _)) = &mut self.chunk else {
+        let Some(chunk) = &mut self.chunk else {
             return Ok(None);
         };
-        if self.pending == 0 || self.end == chunk.len() {
+        if self.pending == 0 || chunk.is_full() {
             return Ok(None);
         }
-        let room = &mut chunk[self.end..];
-        let ready = std::future::poll_fn(|cx| {
-            let mut rb = ReadBuf::new(&mut *room);
-            Poll::Ready(match Pin::new(&mut *rd).poll_read(cx, &mut rb) {
-                Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
-                Poll::Pending => None,
-            })
-        })
-        .await
-        .transpose()?;
+        let ready = chunk.read_now(rd, CHUNK).await.transpose()?;
         // At the end of the stream, what was passed on is written first.
-        let ready = ready.filter(|&n| n > 0);
-        if let Some(n) = ready {
-            self.end += n;
-        }
-        Ok(ready)
+        Ok(ready.filter(|&n| n > 0))
     }
 
     /// Passes a frame of `total` bytes, whose start is unread, on to `wr`:
@@ -367,7 +347,7 @@ impl FrameBuf {
         let charge = self.budget.reserve_frame(total).await;
         let mut block = Block::new(total, charge)?;
         block.put(self.unread());
-        self.start = self.end;
+        self.start = self.end();
         // Everything buffered was this frame's: the chunk is free.
         self.release_if_empty();
         while !block.is_full() {

@@ -5,13 +5,15 @@
 //! a busy direction reads into.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
 use sluice_kafka::frame::{FrameError, RequestHeader};
 use sluice_kafka::rewrite::RewriteError;
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::metered::Metered;
 pub(super) use super::split::Merged;
@@ -58,10 +60,20 @@ impl Answer {
 /// The time a client has to send the rest of a frame it started: only time
 /// spent waiting for the client's bytes counts (not waits for the upstream
 /// or for memory).
+///
+/// A read that has its bytes at once costs no clock at all. The frame's
+/// first read that waits makes one timer, at what is left of the frame's
+/// time; each later wait of the frame moves that timer's deadline on (never
+/// earlier: a wait starts after the last one ended, with that one's time
+/// taken off), which tokio does without touching its timer wheel. So a
+/// frame costs at most one timer entry, where a `tokio::time::timeout` per
+/// read made and cancelled one for every read that waited.
 #[derive(Debug)]
 pub(super) struct FrameClock {
     left: Option<Duration>,
     limit: Duration,
+    /// Made at the frame's first wait: most frames never need it.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl FrameClock {
@@ -70,6 +82,7 @@ impl FrameClock {
         FrameClock {
             left: Some(limit),
             limit,
+            timer: None,
         }
     }
 
@@ -78,6 +91,7 @@ impl FrameClock {
         FrameClock {
             left: None,
             limit: Duration::MAX,
+            timer: None,
         }
     }
 
@@ -89,14 +103,43 @@ impl FrameClock {
         let Some(left) = self.left else {
             return Ok(read.await?);
         };
-        let started = Instant::now();
-        let result = tokio::time::timeout(left, read).await;
-        self.left = Some(left.saturating_sub(started.elapsed()));
-        result
-            .map_err(|_| ConnError::FrameTimeout(self.limit))?
-            .map_err(ConnError::Io)
+        let mut read = std::pin::pin!(read);
+        let timer = &mut self.timer;
+        // When this read began to wait, if it did.
+        let mut since: Option<Instant> = None;
+        let outcome = std::future::poll_fn(|cx| {
+            // The read first: bytes that are there win over the deadline.
+            if let Poll::Ready(r) = read.as_mut().poll(cx) {
+                return Poll::Ready(Some(r));
+            }
+            if since.is_none() {
+                let now = Instant::now();
+                since = Some(now);
+                // A limit too far to add is as good as none.
+                let deadline = now.checked_add(left).unwrap_or(now + FAR);
+                timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
+                    .as_mut()
+                    .reset(deadline);
+            }
+            // Armed above, at this read's first wait.
+            timer.as_mut().map_or(Poll::Pending, |armed| {
+                armed.as_mut().poll(cx).map(|()| None)
+            })
+        })
+        .await;
+        if let Some(since) = since {
+            self.left = Some(left.saturating_sub(since.elapsed()));
+        }
+        match outcome {
+            Some(read) => read.map_err(ConnError::Io),
+            None => Err(ConnError::FrameTimeout(self.limit)),
+        }
     }
 }
+
+/// A deadline that never comes in practice.
+const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// The client took none of the bytes offered within the frame's time.
 #[derive(Debug, thiserror::Error)]
@@ -160,5 +203,64 @@ impl From<std::io::Error> for ConnError {
             Ok(stalled) => ConnError::WriteTimeout(stalled),
             Err(e) => ConnError::Io(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const LIMIT: Duration = Duration::from_secs(30);
+
+    #[tokio::test(start_paused = true)]
+    async fn only_waits_count_they_add_up_within_a_frame_and_share_one_timer() {
+        let (mut client, mut rd) = tokio::io::duplex(64);
+        // A client that sends a byte at once, then one every 20 s.
+        let sender = tokio::spawn(async move {
+            client.write_all(&[1]).await.unwrap();
+            for _ in 0..2 {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                client.write_all(&[1]).await.unwrap();
+            }
+            client
+        });
+        tokio::task::yield_now().await;
+        let mut clock = FrameClock::new(LIMIT);
+        let mut byte = [0u8; 1];
+        // Bytes that are there cost no clock.
+        assert_eq!(clock.read(rd.read(&mut byte)).await.unwrap(), 1);
+        assert!(clock.timer.is_none());
+        // A wait of 20 s: within the limit, and one timer.
+        assert_eq!(clock.read(rd.read(&mut byte)).await.unwrap(), 1);
+        let timer: *const Sleep = &**clock.timer.as_ref().unwrap();
+        // Another 20 s would be 40 s of waiting: cut 10 s in.
+        let started = Instant::now();
+        let e = clock.read(rd.read(&mut byte)).await.unwrap_err();
+        assert!(matches!(e, ConnError::FrameTimeout(LIMIT)), "{e}");
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_secs(10) && waited < Duration::from_secs(11));
+        // The frame's one timer, moved on, not another.
+        assert!(std::ptr::eq(&**clock.timer.as_ref().unwrap(), timer));
+        // The next frame has the whole limit again: its byte comes 10 s on.
+        let mut next = FrameClock::new(LIMIT);
+        assert_eq!(next.read(rd.read(&mut byte)).await.unwrap(), 1);
+        drop(sender.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_from_the_upstream_waits_as_long_as_it_takes() {
+        let (mut upstream, mut rd) = tokio::io::duplex(64);
+        let sender = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            upstream.write_all(&[1]).await.unwrap();
+            upstream
+        });
+        let mut clock = FrameClock::unlimited();
+        let mut byte = [0u8; 1];
+        assert_eq!(clock.read(rd.read(&mut byte)).await.unwrap(), 1);
+        assert!(clock.timer.is_none());
+        drop(sender.await.unwrap());
     }
 }

@@ -47,10 +47,16 @@ impl<T> Shared<T> {
 pub(super) struct Sender<T>(Arc<Shared<T>>);
 
 impl<T> Sender<T> {
-    /// Queues an item behind the others.
-    pub(super) fn send(&self, item: T) {
+    /// Queues an item behind the others; wakes a receiver waiting in
+    /// [`Receiver::recv`] only when `wake`. (A slot the upstream answers
+    /// need not: it is queued before its request goes upstream, and the
+    /// response side, which waits for upstream bytes too, takes it when they
+    /// come.)
+    pub(super) fn send(&self, item: T, wake: bool) {
         self.0.lock().items.push_back(item);
-        self.0.added.notify_one();
+        if wake {
+            self.0.added.notify_one();
+        }
     }
 }
 
@@ -109,18 +115,52 @@ mod tests {
             got
         });
         for i in 0..100 {
-            tx.send(i);
+            tx.send(i, true);
             tokio::task::yield_now().await;
         }
         drop(tx);
         assert_eq!(waiting.await.unwrap(), (0..100).collect::<Vec<_>>());
     }
 
+    /// Counts the wakes of a task.
+    #[derive(Default)]
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn only_a_send_that_asks_wakes_a_waiting_receiver() {
+        use std::future::Future;
+        let (tx, mut rx) = queue();
+        let wakes = Arc::new(Wakes::default());
+        let waker = std::task::Waker::from(Arc::clone(&wakes));
+        let mut cx = std::task::Context::from_waker(&waker);
+        let count = || wakes.0.load(std::sync::atomic::Ordering::SeqCst);
+        {
+            let mut waiting = std::pin::pin!(rx.recv());
+            assert!(waiting.as_mut().poll(&mut cx).is_pending());
+            tx.send(1, false);
+            assert_eq!(count(), 0, "a quiet send wakes nobody");
+            tx.send(2, true);
+            assert_eq!(count(), 1);
+            // Woken, it takes what came first, the quiet one included.
+            assert_eq!(
+                waiting.as_mut().poll(&mut cx),
+                std::task::Poll::Ready(Some(1))
+            );
+        }
+        assert_eq!(rx.try_recv(), Some(2));
+    }
+
     #[test]
     fn an_emptied_queue_holds_no_memory() {
         let (tx, mut rx) = queue();
         for i in 0..100 {
-            tx.send(i);
+            tx.send(i, i % 2 == 0);
         }
         assert!(rx.0.lock().items.capacity() >= 100);
         while rx.try_recv().is_some() {}

@@ -216,13 +216,17 @@ impl Request<'_> {
         }
     }
 
-    /// Queues the request's answer in its slot.
+    /// Queues the request's answer in its slot. The response side is woken
+    /// for an answer of the proxy's own only: one the upstream gives comes
+    /// with upstream bytes, which wake it.
     fn send(&mut self, answer: Answer, permit: OwnedSemaphorePermit) {
-        self.tx.send(Slot {
+        let wake = !answer.upstream();
+        let slot = Slot {
             answer,
             metered: self.metered.take(),
             _permit: permit,
-        });
+        };
+        self.tx.send(slot, wake);
     }
 }
 
