@@ -11,7 +11,9 @@ produce: MEGABYTES MiB of records (MEGABYTES * 1 MiB / size of them); times
   the first produce() to the end of flush(); reports the acknowledged
   payload rate.
 consume: times the first fetched batch to the last record; reports the rate of
-  the records after the first batch (fetch.wait.max.ms=1, see below).
+  the records after the first batch (fetch.wait.max.ms=1, see below), and in
+  "moved" the bytes of every record it took, the first batch's included (what
+  a proxy's CPU over the whole run is divided by).
 latency: one record every 1/RATE s (linger.ms=0, so each is its own
   request), after a 1 s warm-up; reports the produce-to-acknowledgement
   latency of every record. With --hold it prints READY after the warm-up and
@@ -95,8 +97,9 @@ def consume(bootstrap, topic, records):
         seen += len(batch)
     seconds = time.perf_counter() - t0
     c.close()
-    report(records=counted, bytes=counted * len(RECORD), seconds=seconds, cpu=cpu() - c0,
-           mbps=counted * len(RECORD) / seconds / 1e6, errors=errors[:5] + ([] if seen >= total else ["short"]))
+    report(records=counted, bytes=counted * len(RECORD), moved=seen * len(RECORD), seconds=seconds,
+           cpu=cpu() - c0, mbps=counted * len(RECORD) / seconds / 1e6,
+           errors=errors[:5] + ([] if seen >= total else ["short"]))
 
 
 def latency(bootstrap, topic, rate, seconds, acks, hold):

@@ -94,9 +94,12 @@ pub(crate) fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) 
         .collect();
     let number = |k: &str| report[k].as_f64().unwrap_or(f64::NAN);
     let middle = if used.len() > 1 { used[1] } else { f64::NAN };
+    // The proxy's CPU covers the whole run: divided by every byte it moved
+    // (a consume run times all but its first batch: "moved" counts that too).
+    let moved = report["moved"].as_f64().unwrap_or(number("bytes"));
     Run {
         mbps: number("mbps"),
-        cpu_per_gb: middle / (number("bytes") / 1e9),
+        cpu_per_gb: middle / (moved / 1e9),
         cores: (number("cpu") + used.iter().sum::<f64>()) / number("seconds"),
         peak_rss_mib: rig
             .middle(path)

@@ -3,8 +3,9 @@
 //! policy that judges every request's topics and allows all the benchmark
 //! does, and a quota metered on every Produce and Fetch and never reached.
 //! Produce (acks=1) and consume throughput and the proxy's CPU per GB, the
-//! paths taking turns, each first in every other repetition, with runs
-//! [`LONGER`] times the other sections' (512 MB by default).
+//! paths taking turns, each first in every other repetition: [`MORE`]
+//! times the other sections' repetitions, of runs half their length (240
+//! of 64 MB by default).
 
 use crate::dataplane::Plan;
 use crate::rig::{Path, Rig};
@@ -13,20 +14,23 @@ use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "data plane, filters";
 const CPU: &str = "mcore/(MB/s)";
-/// How many times longer each run is than the other sections' runs. The
-/// two paths differ by far less than their run-to-run spread: two runs of
-/// 15 repetitions of 128 MB (2026-11-26) put the proxy's CPU per GB at
-/// 1.10x and 0.99x for produce, 0.98x and 1.08x for consume, each 95%
-/// interval about 0.2 wide, while a profile gave the filters' own code
-/// under 1% of the proxy's CPU samples. Longer runs narrow the spread of
-/// each repetition's figure.
-const LONGER: u32 = 4;
+/// How many times more repetitions than the other sections. The two
+/// paths differ by far less than one run's spread: on 127.0.0.1 the
+/// proxy's CPU per GB varies 10-20% from one run to the next (the loopback
+/// receive work the kernel charges to whichever thread sent, and the splice
+/// calls' own cost, vary with timing; a profile shows the filters' own code
+/// under 1% of the proxy's samples), and runs are independent (the two
+/// paths' figures in one repetition correlate weakly, 0.1-0.5), so only the
+/// count of repetitions narrows the interval: 15 of 512 MB gave 95%
+/// intervals about 0.2 wide; 60 of 64 MB, 0.12-0.16 wide, in 85 seconds.
+const MORE: usize = 16;
 
 /// Runs both cases on both paths, `plan.reps` times, and emits the figures.
 pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     let (f, s) = (Path::SluiceFiltered, Path::Sluice);
     let plan = Plan {
-        megabytes: plan.megabytes * LONGER,
+        megabytes: (plan.megabytes / 2).max(16),
+        reps: plan.reps * MORE,
         ..plan
     };
     let r = measure(rig, plan, [f, s], "filters");
