@@ -73,6 +73,21 @@ pub fn fetch_throttle_at(head: &[u8], version: i16) -> Option<usize> {
     (head.len() >= at + 4).then_some(at)
 }
 
+/// The Fetch response `frame` (length prefix included) to a request of
+/// `version` with `throttle_time_ms` at least `ms`, patched in place (a
+/// broker's own longer time is kept); as it came before v1 (no such field)
+/// or when its header cannot be read.
+pub fn fetch_throttled(frame: &Bytes, version: i16, ms: i32) -> Bytes {
+    let Some(at) = fetch_throttle_at(frame, version) else {
+        return frame.clone();
+    };
+    let mut out = frame.to_vec();
+    let field = &mut out[at..at + 4];
+    let old = i32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+    field.copy_from_slice(&old.max(ms).to_be_bytes());
+    Bytes::from(out)
+}
+
 /// An unsigned varint and its length in bytes.
 fn varint(buf: &[u8]) -> Option<(u32, usize)> {
     let mut value: u32 = 0;
@@ -194,5 +209,19 @@ mod fetch_tests {
             .unwrap();
         let at = fetch_throttle_at(&frame, 16).unwrap();
         assert_eq!(frame[at..at + 4], [10, 11, 12, 13]);
+    }
+
+    #[test]
+    fn a_fetch_answer_keeps_the_longer_throttle_time() {
+        for (broker, proxy, expected) in [(0, 250, 250_i32), (900, 250, 900)] {
+            let response = FetchResponse::default().with_throttle_time_ms(broker);
+            let frame = crate::encode::response(ApiKey::Fetch, 12, 7, &response).unwrap();
+            let out = fetch_throttled(&frame, 12, proxy);
+            let at = fetch_throttle_at(&out, 12).unwrap();
+            assert_eq!(out[at..at + 4], expected.to_be_bytes());
+            assert_eq!((out.len(), &out[..at]), (frame.len(), &frame[..at]));
+        }
+        let v0 = Bytes::from_static(&[0, 0, 0, 6, 0, 0, 0, 7, 0, 0]);
+        assert_eq!(fetch_throttled(&v0, 0, 100), v0);
     }
 }

@@ -216,14 +216,22 @@ impl Request<'_> {
         }
     }
 
-    /// Queues the request's answer in its slot. The response side is woken
-    /// for an answer of the proxy's own only: one the upstream gives comes
-    /// with upstream bytes, which wake it.
+    /// Queues the request's answer in its slot (one of the proxy's own
+    /// given what a quota asks of it). The response side is woken for an
+    /// answer of the proxy's own only: one the upstream gives comes with
+    /// upstream bytes, which wake it.
     fn send(&mut self, answer: Answer, permit: OwnedSemaphorePermit) {
         let wake = !answer.upstream();
+        let (answer, metered) = match (answer, self.metered.take()) {
+            (Answer::Local(bytes), Some(m)) => {
+                let bytes = throttle::local_answer(&m, &self.header, bytes, self.cluster);
+                (Answer::Local(bytes), None)
+            }
+            other => other,
+        };
         let slot = Slot {
             answer,
-            metered: self.metered.take(),
+            metered,
             _permit: permit,
         };
         self.tx.send(slot, wake);

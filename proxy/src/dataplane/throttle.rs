@@ -13,9 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use sluice_config::filter::QuotaSpec;
 use sluice_kafka::frame::RequestHeader;
-use sluice_kafka::throttle::{fetch_throttle_at, produce_throttled};
+use sluice_kafka::throttle::{fetch_throttle_at, fetch_throttled, produce_throttled};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
@@ -137,6 +138,34 @@ pub(super) fn fetched(
         mute.extend(Instant::now() + wait);
     }
     wait
+}
+
+/// An answer the proxy made itself to a metered request, as a broker's
+/// would be: a throttled Produce's carries its throttle time; a Fetch's
+/// counts against the client's quota (muting the connection when it goes
+/// over) and carries the throttle time it earned.
+pub(super) fn local_answer(
+    metered: &Metered,
+    header: &RequestHeader,
+    answer: Bytes,
+    cluster: &ClusterRuntime,
+) -> Bytes {
+    let patched = match metered {
+        Metered::Produce { throttle_ms } => produce_throttled(&answer, header, *throttle_ms).ok(),
+        Metered::Fetch { spec, client, mute } => {
+            let wait = fetched(spec, client, mute, answer.len(), cluster);
+            let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+            (ms > 0).then(|| fetch_throttled(&answer, header.api_version, ms))
+        }
+    };
+    match patched {
+        Some(patched) if patched != answer => {
+            drop(answer);
+            let charge = cluster.budget().force(patched.len());
+            charged(patched, charge)
+        }
+        _ => answer,
+    }
 }
 
 /// The most a Fetch response's head is read to find its throttle time (the

@@ -202,3 +202,26 @@ async fn a_split_fetch_counts_against_the_fetch_quota() {
     .await;
     assert_eq!(rig.metric(bytes), expected);
 }
+
+#[tokio::test]
+async fn a_fetch_the_proxy_answers_counts_against_the_quota_and_carries_its_throttle_time() {
+    let quota = "      - type: quota\n        config: { fetchBytesPerSecond: 1000 }\n";
+    let mut rig = Rig::start(&format!("{OK_ONLY}{quota}")).await;
+    let (mut client, _upstream) = rig.connection().await;
+    // 400 denied topics: the proxy's answer alone is some 20 kB, far over
+    // 1000 B/s (the throttle time is at most 5 s).
+    let names: Vec<String> = (0..400).map(|i| format!("no-{i:03}")).collect();
+    let asked: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 0)).collect();
+    client.write_all(&fetch(1, BY_NAME, &asked)).await.unwrap();
+    let got = read_frame(&mut client).await;
+    let answered = topics(&got, BY_NAME);
+    assert_eq!(answered.len(), 400);
+    assert!(answered.iter().all(|(_, _, code, _)| *code == 29));
+    let r: FetchResponse = body(&got, ApiKey::Fetch, BY_NAME, false);
+    assert!(
+        (1000..=5000).contains(&r.throttle_time_ms),
+        "throttle_time_ms {} for a {}-byte answer",
+        r.throttle_time_ms,
+        got.len()
+    );
+}

@@ -160,3 +160,25 @@ async fn a_split_produce_over_its_quota_carries_the_throttle_time() {
         "throttle_time_ms {throttle}"
     );
 }
+
+#[tokio::test]
+async fn a_produce_the_proxy_answers_over_its_quota_carries_the_throttle_time() {
+    let quota = "      - type: quota\n        config: { produceBytesPerSecond: 1000 }\n";
+    let mut rig = Rig::start(&format!("{OK_ONLY}{quota}")).await;
+    let (mut client, _upstream) = rig.connection().await;
+    // Some 11 kB against 1000 B/s, every topic denied: the proxy answers.
+    client
+        .write_all(&produce(1, &["no-a", "no-b"], 5_500))
+        .await
+        .unwrap();
+    let got = read_frame(&mut client).await;
+    assert_eq!(
+        results(&got),
+        [("no-a".to_owned(), 29), ("no-b".to_owned(), 29)]
+    );
+    let throttle = body::<ProduceResponse>(&got, ApiKey::Produce, V, false).throttle_time_ms;
+    assert!(
+        (100..=1100).contains(&throttle),
+        "throttle_time_ms {throttle}"
+    );
+}
