@@ -9,7 +9,8 @@ broker -> proxy: a response), the time until the proxy sends the segment of
 the same length on the other side of the same connection pair: the proxy's
 residence, wake-up included (a segment on lo is captured as it is sent).
 Also each upstream connection's round trip (proxy -> broker -> proxy), the
-broker's share of the end-to-end latency. Connections are told apart with
+broker's share of the end-to-end latency, and the same round trip on every
+other connection to those brokers (the direct path's: `direct to :PORT`). Connections are told apart with
 the `ss` snapshots; a client connection is paired with the upstream
 connection its segments most often leave by. Samples are grouped by how
 many latency clients ran when they were taken (3: the three paths at once;
@@ -150,18 +151,30 @@ def main(d):
                 res[(name, windows[i][1])][label].append(micros)
         return add
 
+    brokers, proxied = set(), set()
     for name in pids:
         client = {s for s in socks[name] if s[0] in listen[name]}
         upstream = socks[name] - client
+        brokers |= {p for _, p in upstream}
+        proxied |= upstream
         streams = streams_of(segs, client, upstream)
         residence(client, upstream, streams, adder(name, "request"))
         residence(upstream, client, streams, adder(name, "response"))
         round_trips(upstream, streams, adder(name, "broker"))
+    # Every other connection to those brokers: the direct path's (to the
+    # broker behind sluice-proxy), the benchmark's own.
+    direct = {(sp, dp) for _, sp, dp, _ in segs if dp in brokers} - proxied
+    for b in sorted(brokers):
+        mine = {s for s in direct if s[1] == b}
+        streams = streams_of(segs, mine, set())
+        round_trips(mine, streams, adder(f"direct to :{b}", "broker"))
 
     for (name, c), v in sorted(res.items()):
+        if len(v["broker"]) < 100:
+            continue
         print(f"{name:12} clients={c}: " + " | ".join(
             f"{k} n={len(v[k])} p50={pct(v[k], .5):.0f} p90={pct(v[k], .9):.0f} p99={pct(v[k], .99):.0f}"
-            for k in KINDS))
+            for k in KINDS if v[k]))
     for c in sorted({k[1] for k in res}):
         s, h = res.get(("sluice-proxy", c)), res.get(("haproxy", c))
         if s and h:
