@@ -12,9 +12,9 @@ Also each upstream connection's round trip (proxy -> broker -> proxy), the
 broker's share of the end-to-end latency, and the same round trip on every
 other connection to those brokers (the direct path's: `direct to :PORT`). Connections are told apart with
 the `ss` snapshots; a client connection is paired with the upstream
-connection its segments most often leave by. Samples are grouped by how
-many latency clients ran when they were taken (3: the three paths at once;
-2: sluice-proxy and haproxy alone), in microseconds: p50, p90, p99.
+connection its segments most often leave by. Samples are grouped by the
+latency clients running when they were taken (their bootstrap addresses,
+joined by +), in microseconds: p50, p90, p99.
 """
 
 import bisect
@@ -74,7 +74,7 @@ def load(d):
     for line in open(f"{d}/ss"):
         if line.startswith("T "):
             _, t, c = line.split()
-            windows.append((float(t), int(c)))
+            windows.append((float(t), c))
             continue
         for name, pid in pids.items():
             if f"pid={pid}," in line:
@@ -147,7 +147,7 @@ def main(d):
         def add(t, micros):
             i = bisect.bisect_right(times, t) - 1
             # Only between two snapshots that agree on the clients running.
-            if 0 <= i < len(windows) - 1 and windows[i][1] == windows[i + 1][1]:
+            if 0 <= i < len(windows) - 1 and windows[i][1] == windows[i + 1][1] != "none":
                 res[(name, windows[i][1])][label].append(micros)
         return add
 
