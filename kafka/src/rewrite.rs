@@ -160,22 +160,9 @@ pub fn rewrite_response(
     to: &Advertised,
 ) -> Result<Rewritten, RewriteError> {
     let version = request.api_version;
-    let api = ApiKey::try_from(request.api_key).map_err(|()| RewriteError {
-        api: format!("api key {}", request.api_key),
-        version,
-        reason: "unknown API".to_owned(),
-    })?;
-    let fail = |reason: String| RewriteError {
-        api: format!("{api:?}"),
-        version,
-        reason,
-    };
-    let header_version = api.response_header_version(version);
-    let mut buf = frame.slice(4..);
-    wire::check(&wire::RESPONSE_HEADER, header_version, &buf).map_err(|e| fail(e.to_string()))?;
-    let header =
-        ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
-    let mut m = Mapper {
+    let api = api_of(request)?;
+    let fail = |reason: String| failed(api, version, reason);
+    let m = Mapper {
         to,
         learn: !quorum_api(api),
         learned: Vec::new(),
@@ -187,9 +174,17 @@ pub fn rewrite_response(
     // moved: the rest are checked and passed on as they came, not decoded
     // and encoded again (kafka-protocol encodes them back to the same bytes).
     // With endpoints, only their tagged fields are rewritten (`splice`).
+    // Their header is checked, not decoded (nothing of it changes).
     if let Some(schema) = endpoints_tagged(api) {
-        return rewrite_tagged(api, schema, frame, &buf, version, m).map_err(fail);
+        let body = response_body(frame, api, version).map_err(fail)?;
+        return rewrite_tagged(api, schema, frame, body, version, m).map_err(fail);
     }
+    let header_version = api.response_header_version(version);
+    response_body(frame, api, version).map_err(fail)?;
+    let mut m = m;
+    let mut buf = frame.slice(4..);
+    let header =
+        ResponseHeader::decode(&mut buf, header_version).map_err(|e| fail(e.to_string()))?;
     let out = Framer {
         header: &header,
         header_version,
@@ -205,22 +200,77 @@ pub fn rewrite_response(
     })
 }
 
-/// Rewrites a Produce or Fetch response (`buf`: its body) whose endpoints
-/// are a tagged field: only that field, when it is there and not empty.
-fn rewrite_tagged(
-    api: ApiKey,
+/// Whether a response frame (length prefix included) to `request`, which
+/// [`rewrites`], would pass [`rewrite_response`] as it came, checked as that
+/// checks it: a Produce or Fetch response that carries no node endpoints
+/// (nearly every one). Read in place, without a copy of the frame: when
+/// `false`, call [`rewrite_response`].
+pub fn passes_as_it_came(frame: &[u8], request: &RequestHeader) -> Result<bool, RewriteError> {
+    let version = request.api_version;
+    let api = api_of(request)?;
+    let Some(schema) = endpoints_tagged(api) else {
+        return Ok(false);
+    };
+    let fail = |reason: String| failed(api, version, reason);
+    let body = response_body(frame, api, version).map_err(fail)?;
+    let layout = tagged_layout(schema, version, body).map_err(fail)?;
+    Ok(!layout.present)
+}
+
+/// The API a request is of.
+fn api_of(request: &RequestHeader) -> Result<ApiKey, RewriteError> {
+    ApiKey::try_from(request.api_key).map_err(|()| RewriteError {
+        api: format!("api key {}", request.api_key),
+        version: request.api_version,
+        reason: "unknown API".to_owned(),
+    })
+}
+
+fn failed(api: ApiKey, version: i16, reason: String) -> RewriteError {
+    RewriteError {
+        api: format!("{api:?}"),
+        version,
+        reason,
+    }
+}
+
+/// The body of a response frame to `api` at `version`, past its length
+/// prefix and its header (checked).
+fn response_body(frame: &[u8], api: ApiKey, version: i16) -> Result<&[u8], String> {
+    let header_version = api.response_header_version(version);
+    let head = frame.get(4..).unwrap_or_default();
+    let size =
+        wire::check(&wire::RESPONSE_HEADER, header_version, head).map_err(|e| e.to_string())?;
+    Ok(&head[size..])
+}
+
+/// Where the parts of a Produce or Fetch response's body lie (checked,
+/// with at most [`MAX_TRAILING_BYTES`] after it).
+fn tagged_layout(
     schema: &'static wire::Schema,
-    frame: &Bytes,
-    buf: &Bytes,
     version: i16,
-    mut m: Mapper<'_>,
-) -> Result<Rewritten, String> {
+    buf: &[u8],
+) -> Result<wire::Layout, String> {
     let layout =
         wire::check_for_tag(schema, version, buf, NODE_ENDPOINTS_TAG).map_err(|e| e.to_string())?;
     let trailing = buf.len() - layout.size;
     if trailing > MAX_TRAILING_BYTES {
         return Err(format!("{trailing} bytes left over after the message"));
     }
+    Ok(layout)
+}
+
+/// Rewrites a Produce or Fetch response (`buf`: its body) whose endpoints
+/// are a tagged field: only that field, when it is there and not empty.
+fn rewrite_tagged(
+    api: ApiKey,
+    schema: &'static wire::Schema,
+    frame: &Bytes,
+    buf: &[u8],
+    version: i16,
+    mut m: Mapper<'_>,
+) -> Result<Rewritten, String> {
+    let layout = tagged_layout(schema, version, buf)?;
     if !layout.present {
         return Ok(unchanged(frame));
     }

@@ -65,6 +65,10 @@ impl TopicIds {
     /// Takes the write lock only when something is new: the same Metadata
     /// answered again costs a read.
     pub fn learn(&self, topics: &[(Uuid, String)]) {
+        // Most responses teach nothing (every Produce's): no lock for them.
+        if topics.is_empty() {
+            return;
+        }
         let fresh = |inner: &Inner, (id, name): &&(Uuid, String)| {
             !id.is_nil() && !name.is_empty() && inner.names.get(id) != Some(name)
         };

@@ -38,6 +38,7 @@ macro_rules! endpoints {
 
 /// Upstream nodes 1 and 2 are in the proxy's range (ports 19093-19094 for
 /// node ids 1-2); node 7 is not.
+mod as_it_came;
 mod checks;
 mod errors;
 mod learning;

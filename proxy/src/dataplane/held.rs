@@ -7,7 +7,7 @@ use sluice_kafka::api_name;
 use sluice_kafka::frame::{
     RESPONSE_HEAD, RequestHeader, response_correlation_id, response_frame_size,
 };
-use sluice_kafka::rewrite::{Frame, rewrite_response, rewrites};
+use sluice_kafka::rewrite::{self, Frame, rewrite_response, rewrites};
 use sluice_kafka::versions::cap_api_versions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -58,6 +58,23 @@ where
 /// Whether the response to this request is rewritten, so held whole.
 pub(super) fn held_whole(header: &RequestHeader) -> bool {
     header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
+}
+
+/// Whether a response held whole for its rewrite (the next `total` bytes
+/// of `buf`) may pass as it came, written from the chunk: all of it is
+/// there and it carries nothing to rewrite, as nearly every Produce and
+/// Fetch response does not (checked as [`transform`] checks it). Not
+/// holding it spares a copy, its charge and a walk of its header per
+/// response, all before its first byte goes out.
+pub(super) fn passes_as_it_came(
+    header: &RequestHeader,
+    total: usize,
+    buf: &FrameBuf,
+) -> Result<bool, ConnError> {
+    match buf.unread().get(..total) {
+        Some(frame) => Ok(rewrite::passes_as_it_came(frame, header)?),
+        None => Ok(false),
+    }
 }
 
 /// Rewrites the responses that need it; the rest pass as they are.

@@ -18,7 +18,7 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::fetch;
-use super::held::{held_whole, response_head, write_transformed};
+use super::held::{held_whole, passes_as_it_came, response_head, write_transformed};
 use super::inflight::Receiver;
 use super::merged::relay_merged;
 use super::metered::Metered;
@@ -200,7 +200,7 @@ where
         let io = (&mut *rd, &mut *wr);
         return Box::pin(fetch::relay(header, total, buf, io, &mut clock, cluster)).await;
     }
-    if !held_whole(header) {
+    if !held_whole(header) || passes_as_it_came(header, total, buf)? {
         return buf.stream(total, rd, wr, &mut clock).await;
     }
     let frame = buf.hold(total, rd, wr, &mut clock).await?;

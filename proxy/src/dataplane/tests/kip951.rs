@@ -2,14 +2,16 @@
 //! streams (its first bytes reach the client before its last are sent, the
 //! proxy holds no more than its chunks, the records are spliced), and the
 //! broker endpoints at its end reach the client as the proxy's own. Whether
-//! the client asked for v16 itself or the broker offers nothing older.
+//! the client asked for v16 itself or the broker offers nothing older. A
+//! small Produce v10 response passes as it came unless it names a broker.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::fetch_response::{
     FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, ResponseHeader,
+    ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, ProduceRequest,
+    ProduceResponse, ResponseHeader, produce_response,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -206,4 +208,52 @@ async fn a_malformed_tail_closes_the_connection_with_a_reason() {
         ) == 1.0
     })
     .await;
+}
+
+/// A Produce v10 response: with an endpoint for node 2 when `moved`.
+fn produced(correlation_id: i32, moved: bool) -> Vec<u8> {
+    let mut body = ProduceResponse::default();
+    if moved {
+        let mut endpoint = produce_response::NodeEndpoint::default();
+        endpoint.node_id = BrokerId(2);
+        endpoint.host = StrBytes::from_static_str("kafka-2.upstream");
+        endpoint.port = 9092;
+        body.node_endpoints = vec![endpoint];
+    }
+    response(ApiKey::Produce, 10, correlation_id, &body)
+}
+
+#[tokio::test]
+async fn a_produce_v10_response_passes_as_it_came_unless_it_names_a_broker() {
+    let mut rig = Rig::start("").await;
+    let (mut client, mut upstream) = rig.connection().await;
+    for (id, moved) in [(1, false), (2, true), (3, false)] {
+        let produce = request(
+            ApiKey::Produce,
+            10,
+            id,
+            &ProduceRequest::default().with_acks(1),
+        );
+        client.write_all(&produce).await.unwrap();
+        read_frame(&mut upstream).await;
+        let sent = produced(id, moved);
+        upstream.write_all(&sent).await.unwrap();
+        let got = read_frame(&mut client).await;
+        if !moved {
+            assert_eq!(got, sent, "response {id}: as the broker sent it");
+            continue;
+        }
+        let mut buf = Bytes::copy_from_slice(&got[4..]);
+        ResponseHeader::decode(&mut buf, 1).unwrap();
+        let body = ProduceResponse::decode(&mut buf, 10).unwrap();
+        let endpoint = &body.node_endpoints[..];
+        assert_eq!(
+            endpoint
+                .iter()
+                .map(|e| (e.node_id.0, e.host.as_str(), e.port))
+                .collect::<Vec<_>>(),
+            vec![(2, "proxy.test", 29094)],
+            "response {id}: the broker named as the client must reach it"
+        );
+    }
 }

@@ -7,11 +7,12 @@
 //! filter (`filters`); and RSS per idle connection with 10,000
 //! connections (`memory`). Not run unless named: the record-size sweep,
 //! quiet and beside a CPU hog (`sweep`), and the system calls and context
-//! switches per request of each proxy (`syscalls`).
+//! switches per request of each proxy (`syscalls`); the latency clients three
+//! at once against one per broker (`tail`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
 //! [--connections N] [--requests N]
-//! [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls]` (run it
+//! [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls,tail]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr. `bench_dataplane --hog` is the
@@ -27,6 +28,7 @@ mod rig;
 mod sni;
 mod sweep;
 mod syscalls;
+mod tail;
 mod tls;
 
 use dataplane::Plan;
@@ -101,6 +103,9 @@ fn main() {
     if only.iter().any(|s| s == "sweep") {
         sweep::run(&mut rig, plan);
     }
+    if only.iter().any(|s| s == "tail") {
+        tail::run(&mut rig, plan);
+    }
     if only.iter().any(|s| s == "syscalls") {
         syscalls::run(&mut rig, requests);
     }
@@ -109,7 +114,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls] | --hog"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls,tail] | --hog"
     );
     std::process::exit(2)
 }
