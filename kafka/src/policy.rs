@@ -33,6 +33,7 @@ use super::wire::Checked;
 
 mod apis;
 mod fetch;
+mod fetch_head;
 mod ids;
 mod listed;
 mod merge;
@@ -40,6 +41,7 @@ mod prepend;
 mod produce;
 
 pub use apis::{Handling, handling, policed};
+pub use fetch_head::{FetchHead, TopicRef, fetch_head};
 pub use ids::{MAX_TOPIC_IDS, TopicIds, UNKNOWN_TOPIC_ID, Uuid};
 use merge::Denied;
 pub use merge::Merge;

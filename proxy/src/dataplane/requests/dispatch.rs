@@ -78,6 +78,9 @@ where
             Verdict::Forward if reset => Box::pin(self.reset_session(request)).await,
             Verdict::Forward => match policed {
                 Some((policy, Operation::Produce)) => Box::pin(self.produce(request, policy)).await,
+                Some((policy, Operation::Consume)) if fetch => {
+                    Box::pin(self.fetch(request, policy)).await
+                }
                 Some((policy, op)) => Box::pin(self.police(request, policy, op)).await,
                 None => {
                     cluster.signals.forwarded();

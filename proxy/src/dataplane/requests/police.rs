@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sluice_config::policy::Operation;
 use sluice_kafka::frame::expects_response;
-use sluice_kafka::policy::{Policed, client_id, police, produce_head};
+use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, police, produce_head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
@@ -32,38 +32,86 @@ where
     /// held and judged per topic otherwise. True when the
     /// generation drained before any of it went.
     pub(super) async fn produce(
-        self,
+        mut self,
         request: Request<'_>,
         policy: Arc<TopicPolicy>,
     ) -> Result<bool, ConnError> {
-        let (version, total) = (request.header.api_version, request.total);
-        let streams = loop {
-            let unread = self.buf.unread();
-            if let Some(head) = produce_head(unread, version) {
+        let (version, ids) = (request.header.api_version, &request.cluster.topic_ids);
+        let streams = self
+            .head_open(request.total, |unread| {
+                let head = produce_head(unread, version)?;
                 let client = head.client_id;
-                // By name, or (v13 on) by an id Metadata taught.
-                let ids = &request.cluster.topic_ids;
                 let first = head.first.map(Cow::Borrowed).or_else(|| {
                     let name = head.first_id.and_then(|id| ids.name(id));
                     name.map(Cow::Owned)
                 });
-                break policy.open_for(Operation::Produce, client)
-                    || head.topics == 1
-                        && first.is_some_and(|t| policy.allows(Operation::Produce, &t, client));
-            }
-            if unread.len() >= total.min(CHUNK) {
-                // Ids too long to read within a chunk: held and decoded.
-                break false;
-            }
-            if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
-                return Err(ConnError::ClosedMidFrame);
-            }
-        };
+                Some(
+                    policy.open_for(Operation::Produce, client)
+                        || head.topics == 1
+                            && first.is_some_and(|t| policy.allows(Operation::Produce, &t, client)),
+                )
+            })
+            .await?;
         if streams {
             request.cluster.signals.forwarded();
             return self.forward(request).await;
         }
         self.police(request, policy, Operation::Produce).await
+    }
+
+    /// A Fetch request under a policy: forwarded as it came, unheld and
+    /// undecoded, when its client may consume every topic it names (read
+    /// from its first bytes; by id, from v13, by the names Metadata
+    /// taught); held and judged per topic otherwise. True when the
+    /// generation drained before any of it went.
+    pub(super) async fn fetch(
+        mut self,
+        request: Request<'_>,
+        policy: Arc<TopicPolicy>,
+    ) -> Result<bool, ConnError> {
+        let (version, ids) = (request.header.api_version, &request.cluster.topic_ids);
+        let op = Operation::Consume;
+        let open = self
+            .head_open(request.total, |unread| {
+                let head = fetch_head(unread, version)?;
+                let client = head.client_id;
+                let allowed = |topic: &TopicRef<'_>| match topic {
+                    TopicRef::Name(name) => policy.allows(op, name, client),
+                    TopicRef::Id(id) => {
+                        ids.name(*id).is_some_and(|n| policy.allows(op, &n, client))
+                    }
+                };
+                Some(policy.open_for(op, client) || head.topics.iter().all(allowed))
+            })
+            .await?;
+        if open {
+            request.cluster.signals.forwarded();
+            return self.forward(request).await;
+        }
+        self.police(request, policy, op).await
+    }
+
+    /// Reads on until `open` tells from a request's first bytes whether it
+    /// passes unheld (`None`: not all there yet); false when a chunk (or
+    /// the whole request, of `total` bytes) is read and it cannot tell
+    /// (names too long to read there: the request is held and decoded).
+    async fn head_open(
+        &mut self,
+        total: usize,
+        open: impl Fn(&[u8]) -> Option<bool>,
+    ) -> Result<bool, ConnError> {
+        loop {
+            let unread = self.buf.unread();
+            if let Some(open) = open(unread) {
+                return Ok(open);
+            }
+            if unread.len() >= total.min(CHUNK) {
+                return Ok(false);
+            }
+            if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
+                return Err(ConnError::ClosedMidFrame);
+            }
+        }
     }
 
     /// Judges a request of `op` per topic. True when the generation drained

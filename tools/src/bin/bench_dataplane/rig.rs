@@ -1,11 +1,15 @@
 //! What the data-plane benchmark runs: tansu brokers, haproxy in TCP
 //! mode, sluice-proxy, and the rdkafka load client, all on 127.0.0.1.
 //!
-//! One broker (A) is reached directly and through sluice-proxy (plaintext,
-//! and TLS on a second cluster); another (B), configured the same,
-//! advertises haproxy's address so that every connection of a client
-//! bootstrapped through haproxy stays on haproxy; a third (C) does the same
-//! for haproxy's TLS frontend. Both proxies terminate TLS with the same
+//! One broker (A) is reached through sluice-proxy (plaintext, and TLS on a
+//! second cluster); another (B), configured the same, advertises haproxy's
+//! address so that every connection of a client bootstrapped through
+//! haproxy stays on haproxy; a third (C) does the same for haproxy's TLS
+//! frontend; a fourth (D) is reached directly. So each path of a comparison
+//! has a broker of its own, serving the same clients and holding the same
+//! topics: with direct and sluice-proxy on one broker, it served two latency
+//! clients where haproxy's served one, and its round trip was the longer
+//! (issue 28's tail, docs/benchmarks.md). Both proxies terminate TLS with the same
 //! certificate and speak plaintext to their broker. A third cluster of the
 //! proxy in front of broker A is routed by SNI (`gateway.sni`): its clients
 //! resolve its names through a hosts file of their own.
@@ -80,6 +84,7 @@ const FILTERS: &str = "    filters:
 /// The running peers.
 pub(crate) struct Rig {
     a: Tansu,
+    d: Tansu,
     b: Tansu,
     c: Tansu,
     haproxy: Haproxy,
@@ -107,6 +112,7 @@ impl Rig {
         let certs = tempfile::tempdir().expect("certificate dir");
         let pki = certs::make(certs.path(), "bench");
         let a = Tansu::start();
+        let d = Tansu::start();
         let haproxy_addr = format!("127.0.0.1:{}", port());
         let haproxy_tls_addr = format!("127.0.0.1:{}", port());
         let b = Tansu::start_advertising(Some(&haproxy_addr));
@@ -147,6 +153,7 @@ impl Rig {
         ));
         Rig {
             a,
+            d,
             b,
             c,
             haproxy,
@@ -168,7 +175,7 @@ impl Rig {
     /// Where a client on `path` bootstraps.
     pub(crate) fn bootstrap(&self, path: Path) -> &str {
         match path {
-            Path::Direct => &self.a.addr,
+            Path::Direct => &self.d.addr,
             Path::Sluice => &self.proxy_bootstrap,
             Path::Haproxy => &self.haproxy_addr,
             Path::SluiceTls => &self.proxy_tls_bootstrap,
@@ -201,11 +208,8 @@ impl Rig {
     /// The broker behind `path`.
     pub(crate) fn broker(&self, path: Path) -> &Tansu {
         match path {
-            Path::Direct
-            | Path::Sluice
-            | Path::SluiceTls
-            | Path::SluiceSni
-            | Path::SluiceFiltered => &self.a,
+            Path::Direct => &self.d,
+            Path::Sluice | Path::SluiceTls | Path::SluiceSni | Path::SluiceFiltered => &self.a,
             Path::Haproxy => &self.b,
             Path::HaproxyTls => &self.c,
         }

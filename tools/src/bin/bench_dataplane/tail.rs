@@ -1,12 +1,12 @@
 //! Where the p99 latency gap to haproxy comes from (issue 28). The data-plane
 //! benchmark and the sweep run their three latency clients at once, direct,
-//! through sluice-proxy and through haproxy; but direct and sluice-proxy
-//! reach broker A and haproxy broker B, so broker A serves two clients where
-//! broker B serves one. Here each repetition runs the clients three ways, in
-//! turn: the three at once, as the benchmark does; sluice-proxy and haproxy
-//! alone (one client per broker); and direct and haproxy alone (broker A
-//! with no proxy in front against broker B behind haproxy). It reports the
-//! first path's p50 and p99 over haproxy's in the same run of each.
+//! through sluice-proxy and through haproxy, each path on a broker of its
+//! own (D, A, B; until 2026-11-26 direct and sluice-proxy shared broker A).
+//! Here each repetition runs the clients three ways, in turn: the three at
+//! once, as the benchmark does; sluice-proxy and haproxy alone; and direct
+//! and haproxy alone (broker D with no proxy in front against broker B
+//! behind haproxy: how far two brokers differ by themselves). It reports
+//! the first path's p50 and p99 over haproxy's in the same run of each.
 
 use crate::dataplane::{Plan, Results};
 use crate::rig::{Path, Rig, load};
