@@ -121,15 +121,16 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     let records = (plan.megabytes * 1024).to_string();
     let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
     // Topics read by the consume runs and written by the latency runs.
-    let filled = [Path::Direct, Path::Haproxy].map(|p| {
-        let topic = rig.topic(p);
-        load(&["produce", rig.bootstrap(p), &topic, &mb, "1"]);
-        (p, topic)
-    });
-    let fill = |p: Path| {
-        let broker = if p == Path::Haproxy { 1 } else { 0 };
-        filled[broker].1.clone()
-    };
+    // Each path's on its own broker.
+    let filled: HashMap<Path, String> = PATHS
+        .iter()
+        .map(|&p| {
+            let topic = rig.topic(p);
+            load(&["produce", rig.bootstrap(p), &topic, &mb, "1"]);
+            (p, topic)
+        })
+        .collect();
+    let fill = |p: Path| filled[&p].clone();
     let latency_topic: HashMap<Path, String> = PATHS.iter().map(|&p| (p, rig.topic(p))).collect();
 
     eprintln!("warm-up: one unrecorded run of each case on each path");

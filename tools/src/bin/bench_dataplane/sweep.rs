@@ -8,7 +8,7 @@
 //! priority, so the scheduler shares the two cores among it and the peers).
 //!
 //! A produce run writes `--megabytes`; a consume run reads a topic of four
-//! times that, written once per size and broker.
+//! times that, written once per size and path (each path on a broker of its own).
 //!
 //! Paths are interleaved within each repetition as in the data-plane
 //! section: throughput runs one path at a time in rotating order, the three
@@ -111,15 +111,15 @@ pub(crate) fn spin() -> ! {
 /// A topic per record size and path.
 type Topics = HashMap<(usize, Path), String>;
 
-/// Per record size: the topics the consume runs read (one per broker,
-/// `fill_mb` written once now), and the topics the latency runs write (one
-/// per path).
+/// Per record size: the topics the consume runs read (one per path, each
+/// on its own broker, `fill_mb` written once now), and the topics the
+/// latency runs write (one per path).
 fn topics(rig: &mut Rig, fill_mb: u32) -> (Topics, Topics) {
     let mut filled = HashMap::new();
     let mut latency_topic = HashMap::new();
     for (size, _) in SIZES {
         let s = size.to_string();
-        for p in [Path::Direct, Path::Haproxy] {
+        for p in PATHS {
             let topic = rig.topic(p);
             let fill = fill_mb.to_string();
             load(&[
@@ -148,10 +148,7 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     let fill_mb = plan.megabytes * 4;
     let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
     let (filled, latency_topic) = topics(rig, fill_mb);
-    let fill = |size: usize, p: Path| {
-        let broker = if p == Path::Haproxy { p } else { Path::Direct };
-        filled[&(size, broker)].clone()
-    };
+    let fill = |size: usize, p: Path| filled[&(size, p)].clone();
     let records = |size: usize| (u64::from(fill_mb) * 1024 * 1024 / size as u64).to_string();
 
     eprintln!("sweep: warm-up, one unrecorded run of each case on each path");
