@@ -6,6 +6,7 @@
 use bytes::Buf;
 use uuid::Uuid;
 
+use super::produce::nullable;
 use crate::frame::{AdvanceChecked, read_uvarint, skip_tagged_fields};
 
 /// The first Fetch version naming topics by id.
@@ -37,7 +38,7 @@ pub struct FetchHead<'a> {
 /// it is not readable: the request is then held and decoded whole).
 pub fn fetch_head(prefix: &[u8], version: i16) -> Option<FetchHead<'_>> {
     let mut b = prefix.get(12..)?;
-    let client_id = string(&mut b, false)?.unwrap_or("");
+    let client_id = nullable(&mut b, false)?.unwrap_or("");
     let flexible = version >= FLEXIBLE;
     if flexible {
         skip_tagged_fields(&mut b)?;
@@ -56,7 +57,7 @@ pub fn fetch_head(prefix: &[u8], version: i16) -> Option<FetchHead<'_>> {
             b.advance_checked(16)?;
             TopicRef::Id(Uuid::from_slice(id).ok()?)
         } else {
-            TopicRef::Name(string(&mut b, flexible)?.unwrap_or(""))
+            TopicRef::Name(nullable(&mut b, flexible)?.unwrap_or(""))
         };
         topics.push(topic);
         for _ in 0..length(&mut b, flexible)? {
@@ -96,25 +97,6 @@ fn length(b: &mut &[u8], compact: bool) -> Option<usize> {
         return usize::try_from(read_uvarint(b)?.checked_sub(1)?).ok();
     }
     usize::try_from(b.try_get_i32().ok()?).ok()
-}
-
-/// A (nullable) string: compact in flexible versions. `None` when not all
-/// there or not UTF-8; `Some(None)` when null.
-fn string<'a>(b: &mut &'a [u8], compact: bool) -> Option<Option<&'a str>> {
-    let len = if compact {
-        match read_uvarint(b)? {
-            0 => return Some(None),
-            n => usize::try_from(n - 1).ok()?,
-        }
-    } else {
-        match b.try_get_i16().ok()? {
-            n if n < 0 => return Some(None),
-            n => usize::try_from(n).ok()?,
-        }
-    };
-    let text = b.get(..len)?;
-    b.advance_checked(len)?;
-    Some(Some(std::str::from_utf8(text).ok()?))
 }
 
 #[cfg(test)]

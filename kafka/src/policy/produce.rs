@@ -63,7 +63,7 @@ pub fn produce_head(prefix: &[u8], version: i16) -> Option<ProduceHead<'_>> {
 
 /// A (nullable) string: compact in flexible versions. `None` when not all
 /// there or not UTF-8; `Some(None)` when null.
-fn nullable<'a>(b: &mut &'a [u8], compact: bool) -> Option<Option<&'a str>> {
+pub(super) fn nullable<'a>(b: &mut &'a [u8], compact: bool) -> Option<Option<&'a str>> {
     let len = if compact {
         match read_uvarint(b)? {
             0 => return Some(None),
