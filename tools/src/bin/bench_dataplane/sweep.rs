@@ -213,8 +213,9 @@ fn produce(rig: &mut Rig, path: Path, mb: &str, size: &str) -> Run {
     out
 }
 
-/// The three latency clients at once (a hiccup lands on every path alike).
-fn latencies(
+/// The latency clients of `topics`' paths at once (a hiccup lands on every
+/// path alike), of records of `size` bytes.
+pub(crate) fn latencies(
     rig: &Rig,
     topics: &[(Path, String)],
     rate: &str,

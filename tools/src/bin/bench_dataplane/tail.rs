@@ -9,7 +9,8 @@
 //! the first path's p50 and p99 over haproxy's in the same run of each.
 
 use crate::dataplane::{Plan, Results};
-use crate::rig::{Path, Rig, load};
+use crate::rig::{Path, Rig};
+use crate::sweep::latencies;
 use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "latency tail";
@@ -93,7 +94,8 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     }
 }
 
-/// The latency clients of `paths` at once, `secs` seconds each.
+/// The latency clients of `paths` at once, `secs` seconds each, of the
+/// load client's default 1 KiB records.
 fn at_once(
     rig: &Rig,
     paths: &[Path],
@@ -102,24 +104,5 @@ fn at_once(
     secs: &str,
 ) -> Vec<(Path, serde_json::Value)> {
     let topics: Vec<(Path, String)> = paths.iter().map(|&p| (p, topic(p))).collect();
-    std::thread::scope(|scope| {
-        let runs: Vec<_> = topics
-            .iter()
-            .map(|(path, topic)| {
-                let args = [
-                    "latency",
-                    rig.bootstrap(*path),
-                    topic.as_str(),
-                    rate,
-                    secs,
-                    "1",
-                ];
-                let path = *path;
-                scope.spawn(move || (path, load(&args)))
-            })
-            .collect();
-        runs.into_iter()
-            .map(|h| h.join().expect("latency client"))
-            .collect()
-    })
+    latencies(rig, &topics, rate, secs, "1024")
 }
