@@ -73,8 +73,14 @@ def consume(bootstrap, topic, records):
     total = int(records)
     # tansu holds every Fetch for fetch.wait.max.ms even when it has data (at
     # the default 500 ms it paces every path alike at ~20 MB/s): ask for 1 ms.
+    # When its local queue passes queued.min.messages (100,000 records: 10 MB
+    # of 100 B ones, which this loop takes slower than librdkafka fetches),
+    # librdkafka stops fetching for fetch.queue.backoff.ms, 1 s by default: a
+    # 100 B run then took 1-6 s by how many such pauses fell in it, whatever
+    # the path (20-200 MB/s, bimodal). 1 ms makes it fetch on as the queue drains.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 1, **TRANSPORT})
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 1, "fetch.queue.backoff.ms": 1,
+                  **TRANSPORT})
     c.assign([TopicPartition(topic, 0, 0)])
     # About 10 MB per call, at most 10,000 records (1 KiB: 10,000 as always):
     # the first call's records are not timed, so it must not take them all.
