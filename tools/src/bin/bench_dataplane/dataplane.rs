@@ -19,6 +19,8 @@ pub(crate) struct Plan {
     pub(crate) rate: u32,
     /// Seconds per latency run.
     pub(crate) latency_secs: u32,
+    /// The one record size the sweep runs (`--size`), or all of them.
+    pub(crate) size: Option<usize>,
 }
 
 const PATHS: [Path; 3] = [Path::Direct, Path::Sluice, Path::Haproxy];

@@ -11,7 +11,7 @@
 //! at once against one per broker (`tail`).
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
-//! [--connections N] [--requests N]
+//! [--connections N] [--requests N] [--size BYTES (the sweep's one size)]
 //! [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls,tail]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
@@ -43,6 +43,7 @@ fn main() {
         megabytes: 256,
         rate: 500,
         latency_secs: 8,
+        size: None,
     };
     let mut connections = 10_000;
     let mut requests = 500;
@@ -72,6 +73,7 @@ fn main() {
             "--megabytes" => plan.megabytes = number(value()).max(1),
             "--rate" => plan.rate = number(value()).max(1),
             "--latency-secs" => plan.latency_secs = number(value()).max(1),
+            "--size" => plan.size = Some(sweep::size(&value()).unwrap_or_else(|e| usage(&e))),
             "--connections" => connections = number(value()).max(1) as usize,
             "--requests" => requests = number(value()).max(1) as usize,
             "--only" => only = value().split(',').map(str::to_owned).collect(),
@@ -114,7 +116,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls,tail] | --hog"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--size 100|1024|4096|16384] [--only dataplane,tls,sni,filters,memory,reload,broker,sweep,syscalls,tail] | --hog"
     );
     std::process::exit(2)
 }

@@ -31,6 +31,25 @@ const SIZES: [(usize, &str); 4] = [
     (16384, "16 KiB"),
 ];
 const PATHS: [Path; 3] = [Path::Direct, Path::Sluice, Path::Haproxy];
+
+/// One of the swept record sizes, by its number of bytes (`--size`).
+pub(crate) fn size(bytes: &str) -> Result<usize, String> {
+    SIZES
+        .iter()
+        .map(|&(n, _)| n)
+        .find(|n| n.to_string() == bytes)
+        .ok_or_else(|| {
+            let sizes: Vec<String> = SIZES.iter().map(|(n, _)| n.to_string()).collect();
+            format!("--size {bytes}: the sweep's sizes are {}", sizes.join(", "))
+        })
+}
+
+/// The sizes this run sweeps: all, or the one `--size` named.
+fn sizes(plan: Plan) -> impl Iterator<Item = (usize, &'static str)> {
+    SIZES
+        .into_iter()
+        .filter(move |&(n, _)| plan.size.is_none_or(|s| s == n))
+}
 const SECTION: &str = "record-size sweep";
 const CPU: &str = "mcore/(MB/s)";
 
@@ -114,10 +133,10 @@ type Topics = HashMap<(usize, Path), String>;
 /// Per record size: the topics the consume runs read (one per path, each
 /// on its own broker, `fill_mb` written once now), and the topics the
 /// latency runs write (one per path).
-fn topics(rig: &mut Rig, fill_mb: u32) -> (Topics, Topics) {
+fn topics(rig: &mut Rig, plan: Plan, fill_mb: u32) -> (Topics, Topics) {
     let mut filled = HashMap::new();
     let mut latency_topic = HashMap::new();
-    for (size, _) in SIZES {
+    for (size, _) in sizes(plan) {
         let s = size.to_string();
         for p in PATHS {
             let topic = rig.topic(p);
@@ -147,12 +166,12 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     // run is fast, and its first call's records are not timed.
     let fill_mb = plan.megabytes * 4;
     let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
-    let (filled, latency_topic) = topics(rig, fill_mb);
+    let (filled, latency_topic) = topics(rig, plan, fill_mb);
     let fill = |size: usize, p: Path| filled[&(size, p)].clone();
     let records = |size: usize| (u64::from(fill_mb) * 1024 * 1024 / size as u64).to_string();
 
     eprintln!("sweep: warm-up, one unrecorded run of each case on each path");
-    for (size, _) in SIZES {
+    for (size, _) in sizes(plan) {
         let s = size.to_string();
         for path in PATHS {
             produce(rig, path, &mb, &s);
@@ -174,7 +193,7 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
         } else {
             [Load::Hog, Load::Quiet]
         };
-        for (size, _) in SIZES {
+        for (size, _) in sizes(plan) {
             let s = size.to_string();
             for l in loads {
                 let case = (size, l);
@@ -250,7 +269,7 @@ fn emit(r: &Results, plan: Plan) {
     let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
     let at_least = || (Target::RatioAtLeast(1.0), ">= 1.00x haproxy");
     let at_most = || (Target::RatioAtMost(1.0), "<= 1.00x haproxy");
-    for (size, label) in SIZES {
+    for (size, label) in sizes(plan) {
         for l in [Load::Quiet, Load::Hog] {
             let case = (size, l);
             let name = |what: &str| format!("{label} records, {}: {what}", l.name());
