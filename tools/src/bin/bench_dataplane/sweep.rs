@@ -265,45 +265,47 @@ pub(crate) fn latencies(
     })
 }
 
+/// What the sweep reports per case: the results' key, how rows name it
+/// (sluice-proxy's figure), its unit.
+const MEASURES: [(&str, &str, &str); 6] = [
+    ("produce", "produce acks=1, sluice-proxy", "MB/s"),
+    ("consume", "consume, sluice-proxy", "MB/s"),
+    (
+        "produce cpu",
+        "proxy CPU per GB produced, sluice-proxy",
+        CPU,
+    ),
+    (
+        "consume cpu",
+        "proxy CPU per GB consumed, sluice-proxy",
+        CPU,
+    ),
+    ("p50", "latency p50, sluice-proxy", "ms"),
+    ("p99", "latency p99, sluice-proxy", "ms"),
+];
+
+/// The target for a measure against haproxy (p50 has none).
+fn target(key: &str) -> Option<(Target, &'static str)> {
+    match key {
+        "p50" => None,
+        "produce" | "consume" => Some((Target::RatioAtLeast(1.0), ">= 1.00x haproxy")),
+        _ => Some((Target::RatioAtMost(1.0), "<= 1.00x haproxy")),
+    }
+}
+
 fn emit(r: &Results, plan: Plan) {
     let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
-    let at_least = || (Target::RatioAtLeast(1.0), ">= 1.00x haproxy");
-    let at_most = || (Target::RatioAtMost(1.0), "<= 1.00x haproxy");
     for (size, label) in sizes(plan) {
         for l in [Load::Quiet, Load::Hog] {
             let case = (size, l);
             let name = |what: &str| format!("{label} records, {}: {what}", l.name());
-            for (key, what, unit, target) in [
-                (
-                    "produce",
-                    "produce acks=1, sluice-proxy",
-                    "MB/s",
-                    at_least(),
-                ),
-                ("consume", "consume, sluice-proxy", "MB/s", at_least()),
-                (
-                    "produce cpu",
-                    "proxy CPU per GB produced, sluice-proxy",
-                    CPU,
-                    at_most(),
-                ),
-                (
-                    "consume cpu",
-                    "proxy CPU per GB consumed, sluice-proxy",
-                    CPU,
-                    at_most(),
-                ),
-                ("p50", "latency p50, sluice-proxy", "ms", at_most()),
-                ("p99", "latency p99, sluice-proxy", "ms", at_most()),
-            ] {
+            for (key, what, unit) in MEASURES {
                 let row = Row::new(SECTION, name(what), unit, r.get(case, key, s))
                     .baseline("haproxy", r.get(case, key, h));
-                let row = if key == "p50" {
-                    row
-                } else {
-                    row.target(target.0, target.1)
-                };
-                row.emit();
+                match target(key) {
+                    Some((t, words)) => row.target(t, words).emit(),
+                    None => row.emit(),
+                }
                 if key.ends_with("cpu") {
                     continue;
                 }
@@ -332,5 +334,27 @@ fn emit(r: &Results, plan: Plan) {
                 }
             }
         }
+    }
+    emit_pooled(r, plan);
+}
+
+/// Every case's repetitions of a measure together, paired as they ran: one
+/// cell's 15 ratios resolve about +-10%, the sweep's 120 about +-3%. Its
+/// median says whether sluice-proxy is ahead, level or behind across sizes
+/// and loads (the figures in its own unit mix sizes; only the ratio means
+/// anything). No target: the are per size.
+fn emit_pooled(r: &Results, plan: Plan) {
+    let cases: Vec<Case> = sizes(plan)
+        .flat_map(|(size, _)| [(size, Load::Quiet), (size, Load::Hog)])
+        .collect();
+    let all = |key: &'static str, path: Path| -> Vec<f64> {
+        cases.iter().flat_map(|&c| r.get(c, key, path)).collect()
+    };
+    for (key, what, unit) in MEASURES {
+        let name = format!("all cases pooled: {what}");
+        Row::new(SECTION, name, unit, all(key, Path::Sluice))
+            .baseline("haproxy", all(key, Path::Haproxy))
+            .note("the ratio is the median of every repetition's, all cases together")
+            .emit();
     }
 }
