@@ -239,6 +239,16 @@ fn failed(api: ApiKey, version: i16, reason: String) -> RewriteError {
 fn response_body(frame: &[u8], api: ApiKey, version: i16) -> Result<&[u8], String> {
     let header_version = api.response_header_version(version);
     let head = frame.get(4..).unwrap_or_default();
+    // A correlation id, and in version 1 no tagged fields (as nearly always):
+    // known without a walk.
+    let plain = match (header_version, head.get(4)) {
+        (0, _) if head.len() >= 4 => Some(4),
+        (1, Some(0)) => Some(5),
+        _ => None,
+    };
+    if let Some(size) = plain {
+        return Ok(&head[size..]);
+    }
     let size =
         wire::check(&wire::RESPONSE_HEADER, header_version, head).map_err(|e| e.to_string())?;
     Ok(&head[size..])
@@ -342,5 +352,30 @@ fn endpoints_tagged(api: ApiKey) -> Option<&'static wire::Schema> {
         ApiKey::Produce => Some(<ProduceResponse as Checked>::SCHEMA),
         ApiKey::Fetch => Some(<FetchResponse as Checked>::SCHEMA),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_header_without_tags_is_read_as_the_walk_reads_it() {
+        // Produce v9 has header v1, v8 header v0.
+        let id = 7i32.to_be_bytes();
+        let frame = |rest: &[u8]| [&[0, 0, 0, 0][..], &id, rest].concat();
+        for (version, rest, body) in [
+            (8, &[1, 2][..], Some(&[1, 2][..])),
+            (9, &[0, 1, 2][..], Some(&[1, 2][..])),
+            // One tag of two bytes: the walk's way.
+            (9, &[1, 5, 2, 9, 9, 1][..], Some(&[1][..])),
+            (9, &[][..], None),
+            (9, &[1, 5, 9][..], None),
+        ] {
+            let frame = frame(rest);
+            let got = response_body(&frame, ApiKey::Produce, version);
+            assert_eq!(got.ok(), body, "v{version} {rest:?}");
+        }
+        assert!(response_body(&[0, 0, 0, 0, 1], ApiKey::Produce, 8).is_err());
     }
 }

@@ -100,6 +100,12 @@ impl Budget {
         self.wait_for(bytes, false).await
     }
 
+    /// [`Budget::reserve`] when the bytes fit now; `None` (nothing taken,
+    /// nothing counted) when the caller would have to wait.
+    pub(crate) fn try_reserve(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
+        self.try_take(bytes, false)
+    }
+
     /// Takes `bytes` for a frame held whole, by a caller that may hold its
     /// read buffer meanwhile: past the limit, it may take the overdraft when
     /// no other frame has it, else it waits.

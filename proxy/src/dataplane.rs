@@ -33,6 +33,7 @@ mod direction;
 mod fetch;
 mod held;
 mod inflight;
+mod latch;
 pub(crate) mod listener;
 pub(crate) mod live;
 mod lookup;

@@ -20,12 +20,14 @@ use crate::signals::Signals;
 
 mod families;
 mod labels;
+mod per_api;
 
 use families::Families;
 pub use labels::{
     ApiLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels, ResultLabels,
     UnroutedLabel,
 };
+use per_api::PerApi;
 
 /// Counts connections the shared SNI port closed because no cluster has
 /// their server name.
@@ -180,6 +182,7 @@ impl Metrics {
             spliced_to_client: f.spliced.get_or_create_owned(&direction("to_client")),
             upstream_connect_failures: f.upstream_connect_failures.get_or_create_owned(&label),
             unknown_nodes: f.unknown_nodes.get_or_create_owned(&label),
+            requests: Arc::new(PerApi::default()),
         }
     }
 }
@@ -208,6 +211,8 @@ pub struct ClusterMetrics {
     pub upstream_connect_failures: Counter,
     /// Node ids outside the port range.
     pub unknown_nodes: Counter,
+    /// `sluice_requests_total`'s series of this cluster, by API key.
+    requests: Arc<PerApi>,
 }
 
 impl ClusterMetrics {
@@ -237,9 +242,13 @@ impl ClusterMetrics {
         self.families.broker_lookups.get_or_create(&label).inc();
     }
 
-    /// Counts a request of `api`.
-    pub fn request(&self, api: &str) {
-        self.families.requests.get_or_create(&self.api(api)).inc();
+    /// Counts a request of API `key`.
+    pub fn request(&self, key: i16) {
+        let family = &self.families.requests;
+        let counter = self
+            .requests
+            .get(key, |api| family.get_or_create_owned(&self.api(api)));
+        counter.inc();
     }
 
     /// Counts a rewritten response of `api`.

@@ -42,7 +42,7 @@ pub(crate) fn check_tagged(
         tagged_at: None,
     };
     walk.tagged(schema, version).map_err(|mut e| {
-        e.path.push(schema.name);
+        e.0.path.push(schema.name);
         e
     })?;
     Ok(walk.at)

@@ -114,9 +114,13 @@ pub trait Checked: Decodable {
     const SCHEMA: &'static Schema;
 }
 
-/// Why a message does not match its layout: where, and what.
+/// Why a message does not match its layout: where, and what. Boxed, so
+/// that every step of a walk returns a pointer-sized result.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Malformed {
+pub struct Malformed(Box<Detail>);
+
+#[derive(Debug, PartialEq, Eq)]
+struct Detail {
     path: Vec<&'static str>,
     reason: String,
 }
@@ -124,14 +128,14 @@ pub struct Malformed {
 impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
-        for part in self.path.iter().rev() {
+        for part in self.0.path.iter().rev() {
             if !first {
                 f.write_str(".")?;
             }
             f.write_str(part)?;
             first = false;
         }
-        write!(f, ": {}", self.reason)
+        write!(f, ": {}", self.0.reason)
     }
 }
 
@@ -170,7 +174,7 @@ pub(crate) fn check_for_tag(
         tagged_at: None,
     };
     walk.schema(schema, version).map_err(|mut e| {
-        e.path.push(schema.name);
+        e.0.path.push(schema.name);
         e
     })?;
     Ok(Layout {
@@ -195,11 +199,12 @@ struct Walk<'a> {
 
 type Step = Result<(), Malformed>;
 
+#[cold]
 fn malformed(reason: String) -> Malformed {
-    Malformed {
+    Malformed(Box::new(Detail {
         path: Vec::new(),
         reason,
-    }
+    }))
 }
 
 fn within(versions: (i16, i16), version: i16) -> bool {
@@ -211,13 +216,19 @@ impl Walk<'_> {
         self.bytes.len() - self.at
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&[u8], Malformed> {
         if n > self.left() {
-            return Err(malformed(format!("{n} bytes needed, {} left", self.left())));
+            return Err(self.short(n));
         }
         let taken = &self.bytes[self.at..self.at + n];
         self.at += n;
         Ok(taken)
+    }
+
+    #[cold]
+    fn short(&self, n: usize) -> Malformed {
+        malformed(format!("{n} bytes needed, {} left", self.left()))
     }
 
     /// A big-endian signed integer `width` bytes wide (at most 8).
@@ -266,7 +277,7 @@ impl Walk<'_> {
         for field in schema.fields {
             if within(field.versions, version) {
                 self.ty(&field.ty, version, flexible).map_err(|mut e| {
-                    e.path.push(field.name);
+                    e.0.path.push(field.name);
                     e
                 })?;
             }
@@ -300,7 +311,7 @@ impl Walk<'_> {
                 // whatever its size says.
                 Some(t) if within(t.versions, version) => {
                     self.ty(&t.ty, version, true).map_err(|mut e| {
-                        e.path.push(t.name);
+                        e.0.path.push(t.name);
                         e
                     })?;
                 }
@@ -359,7 +370,7 @@ impl Walk<'_> {
         }
         for i in 0..n {
             self.ty(element, version, flexible).map_err(|mut e| {
-                e.reason = format!("element {i}: {}", e.reason);
+                e.0.reason = format!("element {i}: {}", e.0.reason);
                 e
             })?;
         }

@@ -147,3 +147,19 @@ fn tags_beyond_i32_are_refused() {
     let fine = [0, 0, 0, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x07, 0];
     assert_eq!(check(&FIND_COORDINATOR_RESPONSE, 4, &fine), Ok(fine.len()));
 }
+
+/// A message cut short in a field of a fixed size names that field.
+#[test]
+fn a_short_run_of_fixed_fields_names_its_field() {
+    use super::schemas::PRODUCE_RESPONSE;
+    // v8: one topic "t", one partition: index, error code, then three of
+    // the eight bytes of its base offset.
+    let mut bytes = vec![0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1];
+    bytes.extend_from_slice(&[0, 0, 0, 0, 0, 0, 1, 2, 3]);
+    let e = check(&PRODUCE_RESPONSE, 8, &bytes).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "ProduceResponse.responses.partition_responses.base_offset: element 0: element 0: \
+         8 bytes needed, 3 left"
+    );
+}

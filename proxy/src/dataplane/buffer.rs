@@ -16,6 +16,7 @@
 //! A chunk is read into without being cleared first (`chunk`).
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
@@ -184,12 +185,42 @@ impl FrameBuf {
             if let Some(tcp) = rd.socket() {
                 std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
             }
+            // With room in the budget, as nearly always, nothing waits: a
+            // chunk is taken and read into at once, and no future is kept.
+            let read =
+                std::future::poll_fn(|cx| Poll::Ready(self.poll_read_into_chunk(rd, cx))).await;
+            match read {
+                Some(Poll::Ready(n)) => return n,
+                // Its readiness was stale.
+                Some(Poll::Pending) => continue,
+                None => {}
+            }
             // Boxed: its state (the budget's wait, the chunk) exists only
             // while bytes are there to be read, not in an idle connection.
             if let Some(n) = Box::pin(self.read_into_chunk(rd)).await? {
                 return Ok(n);
             }
         }
+    }
+
+    /// Reads what `rd` has now into a new chunk, when the budget has room
+    /// for one now (`None` when it has not): the number of bytes read, the
+    /// chunk kept when there were any; pending, the chunk given back, when
+    /// there were none.
+    fn poll_read_into_chunk<R: AsyncRead + Unpin>(
+        &mut self,
+        rd: &mut R,
+        cx: &mut Context<'_>,
+    ) -> Option<Poll<std::io::Result<usize>>> {
+        let mut chunk = Chunk::new(self.budget.try_reserve(CHUNK)?);
+        let read = chunk.poll_read(rd, cx, SPLICE_AT_LEAST);
+        if let Poll::Ready(Ok(n)) = read
+            && n > 0
+        {
+            self.chunk = Some(chunk);
+            self.start = 0;
+        }
+        Some(read)
     }
 
     /// Reads what a readable socket has into a new chunk (taken from the
@@ -206,6 +237,13 @@ impl FrameBuf {
             self.start = 0;
         }
         Ok(read)
+    }
+
+    /// Whether [`FrameBuf::adopt`] has anything to do: the bytes
+    /// [`FrameBuf::read_idle`] read are in the probe, not in a chunk (its
+    /// callers box it only then: a plain socket's are in a chunk already).
+    pub(super) fn adopts(&self) -> bool {
+        self.chunk.is_none()
     }
 
     /// Takes a chunk from the budget (waiting while there is no room) and

@@ -11,9 +11,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use sluice_kafka::policy::TopicIds;
 use sluice_kafka::rewrite::{Advertised, Learned};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::latch::Latch;
 use super::live::{Chain, InPlace, LiveChain, LiveLimits, Tls};
 use super::lookup::Lookups;
 use super::tls::TlsError;
@@ -78,10 +78,10 @@ pub(crate) struct ClusterRuntime {
     next_bootstrap: AtomicUsize,
     /// This generation's connections, so a drain knows when the last one ends.
     pub connections: TaskTracker,
-    /// Cancelled when the generation starts draining.
-    pub drain: CancellationToken,
-    /// Cancelled at the drain deadline: remaining connections close at once.
-    pub force: CancellationToken,
+    /// Set when the generation starts draining.
+    pub(crate) drain: Latch,
+    /// Set at the drain deadline: remaining connections close at once.
+    pub(crate) force: Latch,
     /// Window over which draining connections spread their closes, in ms.
     drain_spread_ms: AtomicU64,
     /// Open connections of this generation, exported per generation.
@@ -137,8 +137,8 @@ impl ClusterRuntime {
             active: AtomicUsize::new(0),
             next_bootstrap: AtomicUsize::new(0),
             connections: TaskTracker::new(),
-            drain: CancellationToken::new(),
-            force: CancellationToken::new(),
+            drain: Latch::default(),
+            force: Latch::default(),
             drain_spread_ms: AtomicU64::new(0),
             generation_gauge,
         }))
@@ -222,7 +222,7 @@ impl ClusterRuntime {
         let ms = u64::try_from(spread.as_millis()).unwrap_or(u64::MAX);
         self.drain_spread_ms.store(ms, Ordering::Release);
         self.connections.close();
-        self.drain.cancel();
+        self.drain.set();
     }
 
     /// The window draining connections spread their closes over.

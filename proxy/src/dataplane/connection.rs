@@ -89,11 +89,14 @@ pub(crate) async fn serve(
         role = ?role,
     );
     async {
+        // In this order, here and below, not at random: a random choice
+        // costs a random number at every poll of the connection.
         let result = tokio::select! {
+            biased;
             r = run(incoming, &cluster, role, told) => r,
-            () = cluster.force.cancelled() => Err(ConnError::Forced),
+            () = cluster.force.wait() => Err(ConnError::Forced),
         };
-        if cluster.drain.is_cancelled() {
+        if cluster.drain.is_set() {
             let forced = matches!(result, Err(ConnError::Forced));
             cluster.metrics.drained(forced);
         }
@@ -235,6 +238,7 @@ where
         let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
         tokio::pin!(requests, responses);
         tokio::select! {
+            biased;
             r = &mut requests => {
                 r?;
                 // The client is done sending: answer what is still in flight.

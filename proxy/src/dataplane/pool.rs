@@ -7,13 +7,14 @@
 //! freed regions up to [`LARGEST`] are kept, at most [`KEEP`] bytes in all
 //! for the whole process, and the next frame that fits takes one: its
 //! pages are already there. A region unused for [`IDLE`] is unmapped (a
-//! task runs while any is kept), so an idle proxy holds none of it.
+//! thread of its own runs while any is kept, so that no runtime's end can
+//! leave regions no one trims), so an idle proxy holds none of it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -88,10 +89,12 @@ impl Drop for Region {
             kept.1 += map.len();
             kept.0.push((map, Instant::now()));
             if !TRIMMING.swap(true, Ordering::AcqRel) {
-                match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => drop(runtime.spawn(trim())),
-                    // No runtime (a test): kept until taken.
-                    Err(_) => TRIMMING.store(false, Ordering::Release),
+                let spawned = std::thread::Builder::new()
+                    .name("sluice-trim".into())
+                    .spawn(trim);
+                if spawned.is_err() {
+                    // Kept until taken; the next region kept tries again.
+                    TRIMMING.store(false, Ordering::Release);
                 }
             }
         }
@@ -99,9 +102,9 @@ impl Drop for Region {
 }
 
 /// Unmaps regions unused for [`IDLE`], until none is kept.
-async fn trim() {
+fn trim() {
     loop {
-        tokio::time::sleep(IDLE).await;
+        std::thread::sleep(IDLE);
         let mut kept = KEPT
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -115,7 +118,7 @@ async fn trim() {
             keep
         });
         if list.is_empty() {
-            // Under the lock: a region kept after this starts a new task.
+            // Under the lock: a region kept after this starts a new thread.
             TRIMMING.store(false, Ordering::Release);
             return;
         }
@@ -143,6 +146,16 @@ pub(super) fn kept() -> usize {
         .1
 }
 
+/// Whether the region mapped at `at` is kept.
+#[cfg(test)]
+fn kept_at(at: *const u8) -> bool {
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .0
+        .iter()
+        .any(|(map, _)| map.as_ptr() == at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,11 +178,19 @@ mod tests {
         assert!(kept() <= KEEP);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn kept_regions_are_unmapped_once_idle() {
-        drop(Region::take(300_000).unwrap());
-        assert!(kept() > 0);
-        tokio::time::sleep(IDLE * 3).await;
-        assert_eq!(kept(), 0);
+    #[test]
+    fn kept_regions_are_unmapped_once_idle() {
+        // Real time, and this region only: other tests keep regions too.
+        let region = Region::take(300_000).unwrap();
+        let at = region.as_ref().as_ptr();
+        let dropped = std::time::Instant::now();
+        drop(region);
+        assert!(kept_at(at));
+        // Unmapped between IDLE and 2 * IDLE after, by the trimming thread.
+        while kept_at(at) {
+            assert!(dropped.elapsed() < IDLE * 4, "still kept");
+            std::thread::sleep(IDLE / 20);
+        }
+        assert!(dropped.elapsed() >= IDLE);
     }
 }

@@ -63,7 +63,7 @@ where
     // its own moment within the spread window, between requests; what is in
     // flight is still answered by the response side.
     let stop = async {
-        cluster.drain.cancelled().await;
+        cluster.drain.wait().await;
         tokio::time::sleep(jitter(cluster.drain_spread())).await;
     };
     tokio::pin!(stop);
@@ -93,7 +93,7 @@ where
             return Ok(());
         }
         let header = request_header(buf.unread())?;
-        cluster.metrics.request(api_name(header.api_key));
+        cluster.metrics.request(header.api_key);
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
         let way = Way {
@@ -137,14 +137,20 @@ where
     if mute.is_some() && !Box::pin(throttle::wait_muted(mute, buf, wr, stop)).await? {
         return Ok(false);
     }
+    // In this order (not at random: that costs a random number per
+    // select): a drain stops the connection even while its client keeps
+    // sending.
     let n = tokio::select! {
+        biased;
         () = stop => return Ok(false),
         n = buf.read_idle(rd) => n?,
     };
     if n == 0 {
         return Ok(false);
     }
-    Box::pin(buf.adopt(n)).await;
+    if buf.adopts() {
+        Box::pin(buf.adopt(n)).await;
+    }
     Ok(true)
 }
 
@@ -171,6 +177,7 @@ where
         }
         buf.flush(wr).await?;
         let n = tokio::select! {
+            biased;
             () = &mut *stop => return Ok(None),
             n = Box::pin(buf.read_more(rd, wr, clock)) => n?,
         };
@@ -209,6 +216,7 @@ impl Request<'_> {
         }
         buf.flush(wr).await?;
         tokio::select! {
+            biased;
             () = stop => Ok(None),
             permit = Arc::clone(self.permits).acquire_many_owned(n) => {
                 Ok(Some(permit.map_err(|_| broken_pipe())?))

@@ -68,6 +68,7 @@ where
                 return Ok(());
             }
             tokio::select! {
+                biased;
                 slot = rx.recv() => match slot {
                     Some(slot) => queue.push_back(slot),
                     None => open = false,
@@ -77,7 +78,9 @@ where
                     if n == 0 {
                         return Ok(());
                     }
-                    Box::pin(buf.adopt(n)).await;
+                    if buf.adopts() {
+                        Box::pin(buf.adopt(n)).await;
+                    }
                 }
             }
             continue;

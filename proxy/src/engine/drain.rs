@@ -47,7 +47,7 @@ impl Engine {
                 .await
                 .is_ok();
             if !clean {
-                runtime.force.cancel();
+                runtime.force.set();
                 runtime.connections.wait().await;
             }
             engine

@@ -10,16 +10,31 @@
 //! is never grown past [`CHUNK`], so its charge stays its size. It is made
 //! only when bytes are there and dropped when empty at a frame boundary, as
 //! before: an idle connection holds none.
+//!
+//! The memory of the last chunk dropped on a thread is kept for the next
+//! chunk made there ([`SPARE`]): with one request in flight, every request
+//! took and gave back two chunks, a 64 KiB allocation and free each, the
+//! largest share of the allocator's work per request (callgrind: about 270
+//! instructions a pair), and the next chunk now reuses memory the cache has
+//! just seen. What a spare holds is not charged to the budget, which counts
+//! what frames hold: at most one chunk per thread, and the allocator kept
+//! that memory before as well.
 
-use std::future::Future;
+use std::cell::Cell;
 use std::io;
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::budget::Charge;
 use crate::dataplane::direction::CHUNK;
+
+thread_local! {
+    /// The memory of the last chunk dropped on this thread, empty.
+    static SPARE: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
+}
 
 /// A busy direction's read buffer and the charge that pays for it.
 pub(super) struct Chunk {
@@ -31,8 +46,9 @@ pub(super) struct Chunk {
 impl Chunk {
     /// An empty chunk, paid for by `charge` (of [`CHUNK`] bytes).
     pub(super) fn new(charge: Charge) -> Chunk {
+        let spare = SPARE.try_with(Cell::take).ok().flatten();
         Chunk {
-            bytes: Vec::with_capacity(CHUNK),
+            bytes: spare.unwrap_or_else(|| Vec::with_capacity(CHUNK)),
             _charge: charge,
         }
     }
@@ -83,20 +99,45 @@ impl Chunk {
         rd.read_buf(&mut (&mut self.bytes).limit(room)).await
     }
 
+    /// [`Chunk::read`] as a poll: what `rd` has now, at most `max` bytes;
+    /// pending (the task woken when it has) when it has nothing.
+    pub(super) fn poll_read<R>(
+        &mut self,
+        rd: &mut R,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<io::Result<usize>>
+    where
+        R: AsyncRead + Unpin,
+    {
+        let room = max.min(CHUNK - self.bytes.len());
+        let mut room = (&mut self.bytes).limit(room);
+        tokio_util::io::poll_read_buf(Pin::new(rd), cx, &mut room)
+    }
+
     /// [`Chunk::read`] of what `rd` has now, without waiting: `None` when
     /// it has nothing (the task is woken when it has).
     pub(super) async fn read_now<R>(&mut self, rd: &mut R, max: usize) -> Option<io::Result<usize>>
     where
         R: AsyncRead + Unpin,
     {
-        let mut read = std::pin::pin!(self.read(rd, max));
-        std::future::poll_fn(|cx| {
-            Poll::Ready(match read.as_mut().poll(cx) {
-                Poll::Ready(r) => Some(r),
-                Poll::Pending => None,
-            })
+        std::future::poll_fn(|cx| match self.poll_read(rd, cx, max) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => Poll::Ready(None),
         })
         .await
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.clear();
+        // Only a chunk's own memory (never grown, see above) is kept; a
+        // thread going away keeps none.
+        if bytes.capacity() == CHUNK {
+            let _ = SPARE.try_with(|spare| spare.set(Some(bytes)));
+        }
     }
 }
 
