@@ -5,44 +5,34 @@
 //! each time anything of it wakes, so a wait is polled again and again
 //! (about five times per request with one in flight). tokio-util's
 //! `CancellationToken` took two uncontended locks on each of those polls (its
-//! state, then its waiters' list, to compare the waker): about 260
-//! instructions (callgrind), some 8% of the proxy's work per request. A
-//! [`Latch`] wait keeps the waker it registered and, polled again with the
-//! same one (a connection's task keeps its waker), answers from one atomic
-//! load. Registering and leaving take the lock: once per connection.
+//! state, then its waiters' list, to compare the waker): about 870
+//! instructions per request (callgrind). A [`Latch`] wait registers with a
+//! `Notify` as that did, its entry in the connection's own task (no memory
+//! elsewhere per connection), keeps the waker it registered with, and polled
+//! again with the same one (a connection's task keeps its waker) answers from
+//! one atomic load, without polling the registration again: that waker is
+//! the one the `Notify` wakes.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 /// Set once; wakes every wait when it is.
 #[derive(Debug, Default)]
 pub(crate) struct Latch {
     set: AtomicBool,
-    waiting: Mutex<Waiting>,
-}
-
-/// The wakers of the waits registered, by a key each wait keeps.
-#[derive(Debug, Default)]
-struct Waiting {
-    next: u64,
-    wakers: HashMap<u64, Waker>,
+    notify: Notify,
 }
 
 impl Latch {
     /// Sets it and wakes every wait; again, it does nothing.
     pub(crate) fn set(&self) {
-        if self.set.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        // Set before the lock: a wait that registers after this takes it
-        // sees it set.
-        let wakers = std::mem::take(&mut self.lock().wakers);
-        for waker in wakers.into_values() {
-            waker.wake();
+        if !self.set.swap(true, Ordering::AcqRel) {
+            self.notify.notify_waiters();
         }
     }
 
@@ -51,61 +41,45 @@ impl Latch {
         self.set.load(Ordering::Acquire)
     }
 
-    /// Waits until it is set.
+    /// Waits until it is set. A wait made before [`Latch::set`] is woken by
+    /// it, polled or not (`Notify::notify_waiters`).
     pub(crate) fn wait(&self) -> Wait<'_> {
         Wait {
             latch: self,
-            key: None,
+            notified: self.notify.notified(),
             waker: None,
         }
     }
-
-    fn lock(&self) -> MutexGuard<'_, Waiting> {
-        self.waiting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
-/// A wait for a [`Latch`]; dropping it unregisters it.
-#[derive(Debug)]
-pub(crate) struct Wait<'a> {
-    latch: &'a Latch,
-    key: Option<u64>,
-    /// The waker registered under `key`.
-    waker: Option<Waker>,
+pin_project_lite::pin_project! {
+    /// A wait for a [`Latch`]; dropping it unregisters it.
+    pub(crate) struct Wait<'a> {
+        latch: &'a Latch,
+        #[pin]
+        notified: Notified<'a>,
+        // The waker `notified` is registered with, once it is.
+        waker: Option<Waker>,
+    }
 }
 
 impl Future for Wait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
+        let this = self.project();
         if this.latch.is_set() {
             return Poll::Ready(());
         }
         if this.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             return Poll::Pending;
         }
-        let mut waiting = this.latch.lock();
-        if this.latch.is_set() {
-            return Poll::Ready(());
-        }
-        let key = *this.key.get_or_insert_with(|| {
-            waiting.next += 1;
-            waiting.next
-        });
-        let waker = cx.waker().clone();
-        waiting.wakers.insert(key, waker.clone());
-        this.waker = Some(waker);
-        Poll::Pending
-    }
-}
-
-impl Drop for Wait<'_> {
-    fn drop(&mut self) {
-        if let Some(key) = self.key {
-            self.latch.lock().wakers.remove(&key);
+        match this.notified.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending => {
+                *this.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 }
@@ -128,57 +102,65 @@ mod tests {
         }
     }
 
-    fn poll(wait: &mut Wait<'_>, waker: &Waker) -> Poll<()> {
-        Pin::new(wait).poll(&mut Context::from_waker(waker))
+    impl Count {
+        fn get(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn poll(wait: Pin<&mut Wait<'_>>, waker: &Waker) -> Poll<()> {
+        wait.poll(&mut Context::from_waker(waker))
     }
 
     #[test]
-    fn a_wait_registers_once_per_waker_and_is_woken_once_when_set() {
+    fn a_wait_polled_again_with_its_waker_is_woken_once_when_set() {
         let latch = Latch::default();
         let count = Arc::new(Count::default());
         let waker = Waker::from(Arc::clone(&count));
-        let mut wait = latch.wait();
+        let mut wait = std::pin::pin!(latch.wait());
         for _ in 0..3 {
-            assert!(poll(&mut wait, &waker).is_pending());
+            assert!(poll(wait.as_mut(), &waker).is_pending());
         }
-        assert_eq!(latch.lock().wakers.len(), 1);
-        // Polled with another waker, that one replaces it.
+        // Polled with another waker, that one is woken instead.
         let other = Arc::new(Count::default());
-        assert!(poll(&mut wait, &Waker::from(Arc::clone(&other))).is_pending());
-        assert_eq!(latch.lock().wakers.len(), 1);
+        assert!(poll(wait.as_mut(), &Waker::from(Arc::clone(&other))).is_pending());
         latch.set();
         latch.set();
-        assert_eq!(count.0.load(Ordering::SeqCst), 0);
-        assert_eq!(other.0.load(Ordering::SeqCst), 1);
+        assert_eq!((count.get(), other.get()), (0, 1));
         assert!(latch.is_set());
-        assert!(poll(&mut wait, &waker).is_ready());
+        assert!(poll(wait.as_mut(), &waker).is_ready());
         // A wait that starts after it is set is ready at once.
-        assert!(poll(&mut latch.wait(), &waker).is_ready());
+        assert!(poll(std::pin::pin!(latch.wait()), &waker).is_ready());
     }
 
     #[test]
-    fn a_dropped_wait_leaves_nothing_behind() {
+    fn a_wait_made_before_it_is_set_is_ready_unpolled_or_not() {
         let latch = Latch::default();
         let waker = Waker::from(Arc::new(Count::default()));
-        let mut waits: Vec<_> = (0..10).map(|_| latch.wait()).collect();
-        for wait in &mut waits {
-            assert!(poll(wait, &waker).is_pending());
-        }
-        assert_eq!(latch.lock().wakers.len(), 10);
-        drop(waits);
-        assert!(latch.lock().wakers.is_empty());
+        let mut early = std::pin::pin!(latch.wait());
+        latch.set();
+        assert!(poll(early.as_mut(), &waker).is_ready());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_task_waiting_ends_when_it_is_set() {
         let latch = Arc::new(Latch::default());
+        let (tx, mut rx) = tokio::sync::mpsc::channel(50);
         let tasks: Vec<_> = (0..50)
             .map(|_| {
-                let latch = Arc::clone(&latch);
-                tokio::spawn(async move { latch.wait().await })
+                let (latch, tx) = (Arc::clone(&latch), tx.clone());
+                tokio::spawn(async move {
+                    let mut wait = std::pin::pin!(latch.wait());
+                    // Registered before the latch is set: polled once.
+                    assert!(futures_util::poll!(wait.as_mut()).is_pending());
+                    tx.send(()).await.unwrap();
+                    wait.await;
+                })
             })
             .collect();
-        tokio::task::yield_now().await;
+        for _ in 0..50 {
+            rx.recv().await.unwrap();
+        }
         latch.set();
         for task in tasks {
             tokio::time::timeout(std::time::Duration::from_secs(10), task)
