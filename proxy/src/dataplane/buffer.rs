@@ -3,17 +3,15 @@
 //! An idle connection holds no buffer: it waits for a plain socket to be
 //! readable, or for data in a small inline probe (TLS), so whatever passed
 //! before, it costs next to nothing between frames. Once bytes arrive it
-//! takes one chunk of [`CHUNK`] from the budget and reads into it (from a
-//! plain socket straight away: one read for a frame of up to 16 KiB); frames pass through that chunk on their way out (a
-//! frame of any size streams through it, a chunk at a time), and the chunk
-//! is given back as soon as it is empty at a frame boundary. Frames that
-//! pass are written in one go when several sit in the chunk together.
+//! takes one chunk of [`CHUNK`] from the budget and reads into it (a plain
+//! socket's straight away: one read for a frame of up to 16 KiB); frames of
+//! any size pass through it, a chunk at a time, and it is given back once
+//! empty at a frame boundary. Frames that pass together are written at once.
 //!
 //! A frame that must be held whole (to rewrite or to answer it) is copied
 //! out of the chunk when it is already all there, or read into a [`Block`]
-//! of exactly its size, charged for as long as any of it is referenced.
-//!
-//! A chunk is read into without being cleared first (`chunk`).
+//! of exactly its size, charged for as long as any of it is referenced. A
+//! chunk is read into without being cleared first (`chunk`).
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::block::{Block, charged};
 use super::direction::{CHUNK, ConnError, FrameClock};
 use super::splice::{self, SPLICE_AT_LEAST, Splice, Spliced};
-use crate::budget::Budget;
+use crate::budget::{Budget, Charge};
 
 mod chunk;
 use chunk::Chunk;
@@ -187,12 +185,14 @@ impl FrameBuf {
             }
             // With room in the budget, as nearly always, nothing waits: a
             // chunk is taken and read into at once, and no future is kept.
-            let read =
-                std::future::poll_fn(|cx| Poll::Ready(self.poll_read_into_chunk(rd, cx))).await;
+            let read = std::future::poll_fn(|cx| {
+                let charge = self.budget.try_reserve(CHUNK);
+                Poll::Ready(charge.map(|c| self.poll_read_into_chunk(c, rd, cx)))
+            })
+            .await;
             match read {
                 Some(Poll::Ready(n)) => return n,
-                // Its readiness was stale.
-                Some(Poll::Pending) => continue,
+                Some(Poll::Pending) => continue, // stale readiness
                 None => {}
             }
             // Boxed: its state (the budget's wait, the chunk) exists only
@@ -203,16 +203,16 @@ impl FrameBuf {
         }
     }
 
-    /// Reads what `rd` has now into a new chunk, when the budget has room
-    /// for one now (`None` when it has not): the number of bytes read, the
-    /// chunk kept when there were any; pending, the chunk given back, when
-    /// there were none.
+    /// Reads what `rd` has now into a new chunk paid for by `charge`: the
+    /// number of bytes read, the chunk kept when there were any; pending,
+    /// the chunk given back, when there were none.
     fn poll_read_into_chunk<R: AsyncRead + Unpin>(
         &mut self,
+        charge: Charge,
         rd: &mut R,
         cx: &mut Context<'_>,
-    ) -> Option<Poll<std::io::Result<usize>>> {
-        let mut chunk = Chunk::new(self.budget.try_reserve(CHUNK)?);
+    ) -> Poll<std::io::Result<usize>> {
+        let mut chunk = Chunk::new(charge);
         let read = chunk.poll_read(rd, cx, SPLICE_AT_LEAST);
         if let Poll::Ready(Ok(n)) = read
             && n > 0
@@ -220,28 +220,28 @@ impl FrameBuf {
             self.chunk = Some(chunk);
             self.start = 0;
         }
-        Some(read)
+        read
     }
 
-    /// Reads what a readable socket has into a new chunk (taken from the
-    /// budget, waiting while there is no room); `None` when it had nothing
-    /// after all (its readiness was stale), the chunk given back.
+    /// [`FrameBuf::poll_read_into_chunk`], waiting for the budget's room;
+    /// `None` when the socket had nothing after all (stale readiness).
     async fn read_into_chunk<R: AsyncRead + Unpin>(
         &mut self,
         rd: &mut R,
     ) -> std::io::Result<Option<usize>> {
-        let mut chunk = Chunk::new(self.budget.reserve(CHUNK).await);
-        let read = chunk.read_now(rd, SPLICE_AT_LEAST).await.transpose()?;
-        if read.is_some_and(|n| n > 0) {
-            self.chunk = Some(chunk);
-            self.start = 0;
+        let mut charge = Some(self.budget.reserve(CHUNK).await);
+        let read = std::future::poll_fn(|cx| {
+            Poll::Ready(charge.take().map(|c| self.poll_read_into_chunk(c, rd, cx)))
+        })
+        .await;
+        match read {
+            Some(Poll::Ready(n)) => n.map(Some),
+            _ => Ok(None),
         }
-        Ok(read)
     }
 
-    /// Whether [`FrameBuf::adopt`] has anything to do: the bytes
-    /// [`FrameBuf::read_idle`] read are in the probe, not in a chunk (its
-    /// callers box it only then: a plain socket's are in a chunk already).
+    /// Whether [`FrameBuf::adopt`] has work: the bytes read are in the probe,
+    /// not in a chunk already (its callers box it only then).
     pub(super) fn adopts(&self) -> bool {
         self.chunk.is_none()
     }
