@@ -10,6 +10,7 @@ use sluice_process::Exit;
 pub use sluice_process::LogFormat;
 
 use crate::config::{self, ConfigProblem, LocalFiles, ValidConfig, read_config};
+pub use crate::dataplane::splice::Splicing;
 use crate::server::RunOptions;
 
 mod check;
@@ -140,6 +141,14 @@ pub struct RunArgs {
         env = "SLUICE_HOLD"
     )]
     pub hold: Option<std::time::Duration>,
+    /// When the body of a frame that streams between two plaintext sockets
+    /// goes socket to socket by splice(2), never copied through the proxy:
+    /// `auto` splices only into a peer on another host (a peer on this host,
+    /// over loopback, would pay for the proxy's saved copies with more CPU
+    /// of its own: see docs/benchmarks.md), `always` into any, `never` not at
+    /// all. `sluice_spliced_bytes_total` counts what took that way.
+    #[arg(long, value_enum, default_value_t = Splicing::Auto, env = "SLUICE_SPLICE")]
+    pub splice: Splicing,
     /// Where referenced files may lie.
     #[command(flatten)]
     pub roots: FileRootArgs,

@@ -47,7 +47,7 @@ mod routes;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod sni;
-mod splice;
+pub(crate) mod splice;
 mod split;
 pub(crate) mod stream;
 mod throttle;

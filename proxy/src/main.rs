@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         ),
         Command::Run(args) => {
             sluice_process::init_tracing(args.log_format, "info");
+            args.splice.choose();
             exit::block_on(Threads::Many, run(args))
         }
     }

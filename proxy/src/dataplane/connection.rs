@@ -31,7 +31,7 @@ use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::inflight;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
-use super::splice::Splice;
+use super::splice::{self, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
 
@@ -164,15 +164,23 @@ async fn run(
     let upstream = Box::pin(connect_upstream(cluster, role)).await?;
     match (client, upstream) {
         // Plaintext on both sides: the sockets' own halves, through which
-        // the bodies of streamed frames are spliced.
+        // the bodies of streamed frames are spliced, in each direction
+        // whose receiving peer `splice::towards` allows.
         (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
+            let (to_client, to_upstream) = (splice::towards(&client), splice::towards(&upstream));
             let (client_rd, client_wr) = client.split();
             let (upstream_rd, upstream_wr) = upstream.split();
             pipe(
                 client_rd,
-                client_wr,
+                splice::Towards {
+                    inner: client_wr,
+                    splice: to_client,
+                },
                 upstream_rd,
-                upstream_wr,
+                splice::Towards {
+                    inner: upstream_wr,
+                    splice: to_upstream,
+                },
                 cluster,
                 told,
             )

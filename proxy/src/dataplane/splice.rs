@@ -13,16 +13,26 @@
 //! capacity is charged to the budget, as the chunk it stands in for would be.
 //! Should the kernel refuse `splice` on a socket (an emulated kernel, say),
 //! the proxy says so once, stops splicing, and copies as it did before.
+//!
+//! Splicing saves the proxy its copies but not the peer that receives the
+//! bytes on this same host (over loopback the kernel hands that peer the
+//! spliced pages as they are): measured, a broker fed by splice spent 6–9%
+//! more CPU per GB and a consumer about 10% more, so produce throughput,
+//! which the broker bounds, fell by 4–5% (docs/benchmarks.md, "Issue 28:
+//! splice and the receiving peer"). So by default ([`Splicing::Auto`]) a
+//! direction splices only into a socket whose peer is on another host.
 
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use prometheus_client::metrics::counter::Counter;
 use rustix::pipe::{PipeFlags, SpliceFlags};
-use tokio::io::Interest;
+use tokio::io::{AsyncWrite, Interest};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 
@@ -38,6 +48,108 @@ pub(super) const SPLICE_AT_LEAST: usize = 16 * 1024;
 
 /// Whether splicing still works here; cleared at the first refusal.
 static ENABLED: AtomicBool = AtomicBool::new(true);
+/// The process's [`Splicing`], as its discriminant.
+static MODE: AtomicU8 = AtomicU8::new(Splicing::Auto as u8);
+
+/// When the bodies of streamed frames are spliced (`sluice-proxy run
+/// --splice`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Splicing {
+    /// Into sockets whose peer is on another host; bytes for a peer on
+    /// this host (loopback, or this host's own address) are copied.
+    #[default]
+    Auto = 0,
+    /// Between any two plaintext sockets.
+    Always = 1,
+    /// Never: every byte is copied through the proxy's chunks.
+    Never = 2,
+}
+
+impl Splicing {
+    /// Sets the process's mode; connections opened from now on follow it.
+    pub fn choose(self) {
+        MODE.store(self as u8, Ordering::Relaxed);
+    }
+
+    fn current() -> Splicing {
+        match MODE.load(Ordering::Relaxed) {
+            1 => Splicing::Always,
+            2 => Splicing::Never,
+            _ => Splicing::Auto,
+        }
+    }
+
+    /// Whether bytes are spliced into a socket connected from `local` to
+    /// `peer`.
+    fn into_peer(self, local: SocketAddr, peer: SocketAddr) -> bool {
+        match self {
+            Splicing::Always => true,
+            Splicing::Never => false,
+            Splicing::Auto => !on_this_host(local, peer),
+        }
+    }
+}
+
+/// Whether `peer` is on this host: a loopback address, or the very address
+/// the socket is bound to (the kernel routes that over loopback too).
+fn on_this_host(local: SocketAddr, peer: SocketAddr) -> bool {
+    let peer = peer.ip().to_canonical();
+    peer.is_loopback() || peer == local.ip().to_canonical()
+}
+
+/// Whether this connection splices into `tcp`, by the process's mode and
+/// where `tcp`'s peer is (asked once per connection).
+pub(super) fn towards(tcp: &TcpStream) -> bool {
+    let mode = Splicing::current();
+    match (mode, tcp.local_addr(), tcp.peer_addr()) {
+        (Splicing::Auto, Ok(local), Ok(peer)) => mode.into_peer(local, peer),
+        (Splicing::Auto, _, _) => false,
+        (mode, _, _) => mode == Splicing::Always,
+    }
+}
+
+/// A writing half that splices into its socket only when told to
+/// ([`towards`]); otherwise it is an ordinary writer.
+pub(super) struct Towards<W> {
+    pub(super) inner: W,
+    pub(super) splice: bool,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Towards<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+impl<W: Splice> Splice for Towards<W> {
+    fn socket(&self) -> Option<&TcpStream> {
+        self.splice.then(|| self.inner.socket()).flatten()
+    }
+}
 static IDLE: Mutex<Vec<Pipe>> = Mutex::new(Vec::new());
 
 /// A reader or writer of a connection, which may be a plain TCP socket.
@@ -228,3 +340,6 @@ impl Pipe {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

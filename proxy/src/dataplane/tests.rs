@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 
 use super::cluster::ClusterRuntime;
 use super::connection::{Incoming, Role, serve};
+use super::splice::Splicing;
 use crate::config::model::VirtualCluster;
 use crate::config::{MemoryFiles, validate};
 use crate::metrics::Metrics;
@@ -89,6 +90,9 @@ impl Rig {
     }
 
     async fn start_with(metrics: Arc<Metrics>, more: &str) -> Rig {
+        // The rig's peers are on loopback, where `auto` would copy: these
+        // tests cover the splicing path.
+        Splicing::Always.choose();
         let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let upstream_addr = upstream.local_addr().unwrap();
         let (tx, rx) = mpsc::unbounded_channel();

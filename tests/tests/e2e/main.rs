@@ -17,7 +17,7 @@
 //!   client-side analysis, pods replaced and killed mid-rollout
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
-//! - [`splice`]: records moved socket to socket, never copied, in plaintext
+//! - [`splice`]: records moved socket to socket (`--splice always`) or copied (by default, for peers on this host)
 //! - [`quota`]: a producer over its quota held to it, another unaffected
 //! - [`filters_live`]: a policy and a quota changed together under steady traffic, in place
 //! - [`process`]: startup policies, signals, `--persist`
