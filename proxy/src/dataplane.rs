@@ -39,6 +39,7 @@ pub(crate) mod live;
 mod lookup;
 mod merged;
 mod metered;
+mod own;
 mod patience;
 mod pool;
 mod requests;

@@ -117,6 +117,10 @@ pub(crate) async fn serve(
                     ConnError::Upstream(upstream::UpstreamError::Lookup { .. }) => {
                         tracing::debug!(error = %e, "connection closed")
                     }
+                    // A configuration to fix: said at each attempt.
+                    ConnError::Upstream(upstream::UpstreamError::Itself(_)) => {
+                        tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream address is the proxy's own")
+                    }
                     ConnError::Upstream(ref u) if u.is_auth() => {
                         tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
                     }

@@ -19,6 +19,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use super::connection::{self, Incoming};
+use super::own;
 pub(crate) use super::routes::{Route, Routes};
 use super::sni;
 use crate::metrics::SniUnrouted;
@@ -122,6 +123,8 @@ impl Listener {
         let (closed_tx, closed) = mpsc::sync_channel(1);
         let accepting = accept_loop(socket, rx, stop.clone(), tracker.clone(), unrouted, hold);
         tracker.spawn(async move {
+            // Known as the proxy's own while the loop owns the socket.
+            let _own = own::Listening::register(addr);
             accepting.await;
             // The socket was dropped with the loop: the port is free.
             let _ = closed_tx.send(());

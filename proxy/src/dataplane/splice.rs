@@ -37,6 +37,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 
 use super::direction::{CHUNK, ConnError, FrameClock};
+use super::own::on_this_host;
 use super::stream::BoxIo;
 use crate::budget::Budget;
 
@@ -88,13 +89,6 @@ impl Splicing {
             Splicing::Auto => !on_this_host(local, peer),
         }
     }
-}
-
-/// Whether `peer` is on this host: a loopback address, or the very address
-/// the socket is bound to (the kernel routes that over loopback too).
-fn on_this_host(local: SocketAddr, peer: SocketAddr) -> bool {
-    let peer = peer.ip().to_canonical();
-    peer.is_loopback() || peer == local.ip().to_canonical()
 }
 
 /// Whether this connection splices into `tcp`, by the process's mode and

@@ -3,6 +3,7 @@
 //! brokers exist (for a client that connects straight to a broker port
 //! before any bootstrap).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use tokio::net::TcpStream;
 use super::client::{Step, hung_up, metadata, metadata_version};
 use super::cluster::{ClusterRuntime, NodeAddr};
 use super::lookup::{Failure, Outcome, Via};
+use super::own;
 use super::sasl::{SaslError, authenticate};
 use super::stream::Stream;
 use crate::config::sasl::SaslMechanism;
@@ -34,6 +36,11 @@ pub(crate) enum UpstreamError {
         #[source]
         source: std::io::Error,
     },
+    /// The address is one of this proxy's own listeners (see `own`).
+    #[error(
+        "connect to {0}: that is this proxy's own listener, so the proxy would connect to itself without end; a broker must advertise its own address (advertised.listeners), not the proxy's, and upstream.bootstrapServers must name the brokers"
+    )]
+    Itself(String),
     /// TCP or TLS took longer than [`CONNECT_TIMEOUT`].
     #[error("connect to {0}: timed out")]
     Timeout(String),
@@ -143,22 +150,51 @@ pub(crate) struct Tls<'a> {
     pub(crate) server_name: Option<&'a str>,
 }
 
-/// TCP, then TLS when given, to `host:port`, within `timeout`.
+/// TCP, then TLS when given, to the broker at `host:port`, within
+/// `timeout`; never to one of the proxy's own listeners (see `own`).
 pub(crate) async fn dial(
     tls: Option<Tls<'_>>,
     host: &str,
     port: u16,
     timeout: Duration,
 ) -> Result<Stream, UpstreamError> {
+    dial_to(tls, host, port, timeout, false).await
+}
+
+/// [`dial`], but to the proxy's own listener as a client would (the front
+/// door's check of what clients are told).
+pub(crate) async fn dial_own(
+    tls: Option<Tls<'_>>,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<Stream, UpstreamError> {
+    dial_to(tls, host, port, timeout, true).await
+}
+
+async fn dial_to(
+    tls: Option<Tls<'_>>,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    own_allowed: bool,
+) -> Result<Stream, UpstreamError> {
     let addr = format!("{host}:{port}");
     let attempt = async {
-        let tcp =
-            TcpStream::connect((host, port))
-                .await
-                .map_err(|source| UpstreamError::Connect {
-                    addr: addr.clone(),
-                    source,
-                })?;
+        let connect_error = |source| UpstreamError::Connect {
+            addr: addr.clone(),
+            source,
+        };
+        let targets: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(connect_error)?
+            .collect();
+        if !own_allowed && targets.iter().any(|t| own::is_own(*t)) {
+            return Err(UpstreamError::Itself(addr.clone()));
+        }
+        let tcp = TcpStream::connect(&targets[..])
+            .await
+            .map_err(connect_error)?;
         let _ = tcp.set_nodelay(true);
         let Some(tls) = tls else {
             return Ok(Stream::Plain(tcp));

@@ -17,6 +17,7 @@
 //!   client-side analysis, pods replaced and killed mid-rollout
 //! - [`memory`]: the proxy's RSS under a pipelining attacker and idle
 //!   consumers that caught up
+//! - [`itself`]: a broker advertising the proxy's own port: refused, not looped
 //! - [`splice`]: records moved socket to socket (`--splice always`) or copied (by default, for peers on this host)
 //! - [`quota`]: a producer over its quota held to it, another unaffected
 //! - [`filters_live`]: a policy and a quota changed together under steady traffic, in place
@@ -45,6 +46,7 @@ mod faults;
 mod filters_live;
 mod fleet;
 mod gateway;
+mod itself;
 mod kip951;
 mod lock;
 mod manifests;
