@@ -21,7 +21,7 @@ use super::client::{Step, hung_up, metadata, metadata_version};
 use super::sasl::authenticate;
 use super::stream::BoxIo;
 use super::tls;
-use super::upstream::{Tls, UpstreamError, dial};
+use super::upstream::{Tls, To, UpstreamError, dial};
 
 /// What a passed check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +176,10 @@ async fn one(
     port: u16,
     timeout: Duration,
 ) -> Result<Option<usize>, Cause> {
-    let mut io: BoxIo = dial(tls, host, port, timeout).await.map_err(cause)?.boxed();
+    let mut io: BoxIo = dial(tls, host, port, timeout, To::Broker)
+        .await
+        .map_err(cause)?
+        .boxed();
     let version = metadata_version(&mut io).await.map_err(kafka)?;
     if let Some(sasl) = sasl {
         authenticate(&mut io, sasl).await.map_err(|e| Cause::Sasl {

@@ -135,7 +135,7 @@ pub(crate) async fn connect(
             .as_ref()
             .and_then(|t| t.server_name.as_deref()),
     });
-    let result = dial(tls, host, port, CONNECT_TIMEOUT).await;
+    let result = dial(tls, host, port, CONNECT_TIMEOUT, To::Broker).await;
     if result.is_err() {
         cluster.metrics.upstream_connect_failures.inc();
     }
@@ -150,34 +150,23 @@ pub(crate) struct Tls<'a> {
     pub(crate) server_name: Option<&'a str>,
 }
 
-/// TCP, then TLS when given, to the broker at `host:port`, within
-/// `timeout`; never to one of the proxy's own listeners (see `own`).
+/// Whom a connection is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum To {
+    /// A broker: never one of the proxy's own listeners (see `own`).
+    Broker,
+    /// The proxy's own listener, as a client would reach it (the front
+    /// door's check of what clients are told).
+    Own,
+}
+
+/// TCP, then TLS when given, to `host:port`, within `timeout`.
 pub(crate) async fn dial(
     tls: Option<Tls<'_>>,
     host: &str,
     port: u16,
     timeout: Duration,
-) -> Result<Stream, UpstreamError> {
-    dial_to(tls, host, port, timeout, false).await
-}
-
-/// [`dial`], but to the proxy's own listener as a client would (the front
-/// door's check of what clients are told).
-pub(crate) async fn dial_own(
-    tls: Option<Tls<'_>>,
-    host: &str,
-    port: u16,
-    timeout: Duration,
-) -> Result<Stream, UpstreamError> {
-    dial_to(tls, host, port, timeout, true).await
-}
-
-async fn dial_to(
-    tls: Option<Tls<'_>>,
-    host: &str,
-    port: u16,
-    timeout: Duration,
-    own_allowed: bool,
+    to: To,
 ) -> Result<Stream, UpstreamError> {
     let addr = format!("{host}:{port}");
     let attempt = async {
@@ -189,7 +178,7 @@ async fn dial_to(
             .await
             .map_err(connect_error)?
             .collect();
-        if !own_allowed && targets.iter().any(|t| own::is_own(*t)) {
+        if to == To::Broker && targets.iter().any(|t| own::is_own(*t)) {
             return Err(UpstreamError::Itself(addr.clone()));
         }
         let tcp = TcpStream::connect(&targets[..])

@@ -13,7 +13,7 @@ use super::Door;
 use crate::dataplane::check::cause;
 use crate::dataplane::client::{metadata, metadata_version};
 use crate::dataplane::stream::BoxIo;
-use crate::dataplane::upstream::{Tls, UpstreamError, dial_own};
+use crate::dataplane::upstream::{Tls, To, UpstreamError, dial};
 
 /// The bootstrap step's name.
 pub(super) const BOOTSTRAP: &str = "bootstrap";
@@ -86,7 +86,7 @@ async fn hello(door: &Door, host: &str, port: u16) -> Result<(BoxIo, i16), Strin
             connector: &t.connector,
             server_name: None,
         });
-        let stream = dial_own(tls, host, port, timeout)
+        let stream = dial(tls, host, port, timeout, To::Own)
             .await
             .map_err(|e| reason(e, timeout))?;
         let mut io = stream.boxed();
