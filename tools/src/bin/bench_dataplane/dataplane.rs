@@ -67,6 +67,9 @@ pub(crate) struct Run {
     pub(crate) mbps: f64,
     /// CPU seconds of the process in the middle per GB of payload.
     pub(crate) cpu_per_gb: f64,
+    /// CPU seconds of the broker per GB of payload: what the path costs the
+    /// peer that bounds produce throughput.
+    pub(crate) broker_cpu_per_gb: f64,
     /// CPUs kept busy by client, broker and middle together.
     cores: f64,
     /// The most RSS of the process in the middle during the run (MiB).
@@ -102,6 +105,7 @@ pub(crate) fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) 
     Run {
         mbps: number("mbps"),
         cpu_per_gb: middle / (moved / 1e9),
+        broker_cpu_per_gb: used[0] / (moved / 1e9),
         cores: (number("cpu") + used.iter().sum::<f64>()) / number("seconds"),
         peak_rss_mib: rig
             .middle(path)

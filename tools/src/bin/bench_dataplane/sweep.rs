@@ -1,5 +1,6 @@
 //! The record-size sweep (issue 28): produce (acks=1) and consume
-//! throughput, the middle process's CPU per GB and produce-to-acknowledgement
+//! throughput, the middle process's CPU per GB, the broker's CPU per GB (what
+//! the path costs the peer that bounds produce), and produce-to-acknowledgement
 //! latency p50/p99 at records of 100 B, 1 KiB, 4 KiB and 16 KiB, direct,
 //! through sluice-proxy and through haproxy, each case twice: on the machine
 //! as it is ("quiet"), and beside a CPU hog that keeps one core busy (the
@@ -84,13 +85,14 @@ impl Results {
         self.0.get(&(case, what, path)).cloned().unwrap_or_default()
     }
     fn run(&mut self, case: Case, kind: &'static str, path: Path, run: &Run) {
-        let cpu = if kind == "produce" {
-            "produce cpu"
+        let (cpu, broker) = if kind == "produce" {
+            ("produce cpu", "broker cpu, produce")
         } else {
-            "consume cpu"
+            ("consume cpu", "broker cpu, consume")
         };
         self.push(case, kind, path, run.mbps);
         self.push(case, cpu, path, run.cpu_per_gb);
+        self.push(case, broker, path, run.broker_cpu_per_gb);
     }
 }
 
@@ -267,7 +269,7 @@ pub(crate) fn latencies(
 
 /// What the sweep reports per case: the results' key, how rows name it
 /// (sluice-proxy's figure), its unit.
-const MEASURES: [(&str, &str, &str); 6] = [
+const MEASURES: [(&str, &str, &str); 8] = [
     ("produce", "produce acks=1, sluice-proxy", "MB/s"),
     ("consume", "consume, sluice-proxy", "MB/s"),
     (
@@ -280,14 +282,25 @@ const MEASURES: [(&str, &str, &str); 6] = [
         "proxy CPU per GB consumed, sluice-proxy",
         CPU,
     ),
+    (
+        "broker cpu, produce",
+        "broker CPU per GB produced, behind sluice-proxy",
+        CPU,
+    ),
+    (
+        "broker cpu, consume",
+        "broker CPU per GB consumed, behind sluice-proxy",
+        CPU,
+    ),
     ("p50", "latency p50, sluice-proxy", "ms"),
     ("p99", "latency p99, sluice-proxy", "ms"),
 ];
 
-/// The issue's target for a measure against haproxy (p50 has none).
+/// The issue's target for a measure against haproxy (p50 and the broker's
+/// CPU have none).
 fn target(key: &str) -> Option<(Target, &'static str)> {
     match key {
-        "p50" => None,
+        "p50" | "broker cpu, produce" | "broker cpu, consume" => None,
         "produce" | "consume" => Some((Target::RatioAtLeast(1.0), ">= 1.00x haproxy")),
         _ => Some((Target::RatioAtMost(1.0), "<= 1.00x haproxy")),
     }
