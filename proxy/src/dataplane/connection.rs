@@ -31,7 +31,7 @@ use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::inflight;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
-use super::splice::{self, Splice};
+use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
 
@@ -172,23 +172,16 @@ async fn run(
         // whose receiving peer `splice::towards` allows.
         (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
             let (to_client, to_upstream) = (splice::towards(&client), splice::towards(&upstream));
-            let (client_rd, client_wr) = client.split();
-            let (upstream_rd, upstream_wr) = upstream.split();
-            pipe(
-                client_rd,
-                splice::Towards {
-                    inner: client_wr,
-                    splice: to_client,
-                },
-                upstream_rd,
-                splice::Towards {
-                    inner: upstream_wr,
-                    splice: to_upstream,
-                },
-                cluster,
-                told,
-            )
-            .await
+            let (crd, cwr) = client.split();
+            let (urd, uwr) = upstream.split();
+            // A writer that must not splice is `Copying`: its own type, so
+            // the choice takes no room in the connection's task.
+            match (to_client, to_upstream) {
+                (true, true) => pipe(crd, cwr, urd, uwr, cluster, told).await,
+                (true, false) => pipe(crd, cwr, urd, Copying(uwr), cluster, told).await,
+                (false, true) => pipe(crd, Copying(cwr), urd, uwr, cluster, told).await,
+                (false, false) => pipe(crd, Copying(cwr), urd, Copying(uwr), cluster, told).await,
+            }
         }
         (client, upstream) => {
             let (client_rd, client_wr) = tokio::io::split(client.boxed());
