@@ -46,9 +46,12 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<SocketAddr>> {
 /// Whether connecting to `target` would reach one of this process's
 /// listeners. Asked before connecting: once connected, the listener would
 /// already have accepted, and that connection would lead upstream too.
+///
+/// Allocates nothing: a small allocation made and freed at every
+/// connection's setup left a hole behind each long-lived one (about 40 bytes
+/// of RSS per idle connection, measured).
 pub(super) fn is_own(target: SocketAddr) -> bool {
-    let listening = lock().clone();
-    reaches(&listening, target, on_this_host_by_route)
+    reaches(&lock(), target, on_this_host_by_route)
 }
 
 /// Whether `target` is one of `listening`: the same address, or the same

@@ -3,7 +3,7 @@
 //! brokers exist (for a client that connects straight to a broker port
 //! before any bootstrap).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -174,16 +174,26 @@ pub(crate) async fn dial(
             addr: addr.clone(),
             source,
         };
-        let targets: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-            .await
-            .map_err(connect_error)?
-            .collect();
+        // An address as it is (no allocation, see `own::is_own`); a name
+        // resolved once, for the check and the connect alike.
+        let (one, named): ([SocketAddr; 1], Vec<SocketAddr>);
+        let targets: &[SocketAddr] = match host.parse::<IpAddr>() {
+            Ok(ip) => {
+                one = [SocketAddr::new(ip, port)];
+                &one
+            }
+            Err(_) => {
+                named = tokio::net::lookup_host((host, port))
+                    .await
+                    .map_err(connect_error)?
+                    .collect();
+                &named
+            }
+        };
         if to == To::Broker && targets.iter().any(|t| own::is_own(*t)) {
             return Err(UpstreamError::Itself(addr.clone()));
         }
-        let tcp = TcpStream::connect(&targets[..])
-            .await
-            .map_err(connect_error)?;
+        let tcp = TcpStream::connect(targets).await.map_err(connect_error)?;
         let _ = tcp.set_nodelay(true);
         let Some(tls) = tls else {
             return Ok(Stream::Plain(tcp));
