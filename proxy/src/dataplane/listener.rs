@@ -122,9 +122,10 @@ impl Listener {
         let stop = CancellationToken::new();
         let (closed_tx, closed) = mpsc::sync_channel(1);
         let accepting = accept_loop(socket, rx, stop.clone(), tracker.clone(), unrouted, hold);
+        // Known as the proxy's own from now until the loop drops the socket.
+        let own = own::Listening::register(addr);
         tracker.spawn(async move {
-            // Known as the proxy's own while the loop owns the socket.
-            let _own = own::Listening::register(addr);
+            let _own = own;
             accepting.await;
             // The socket was dropped with the loop: the port is free.
             let _ = closed_tx.send(());

@@ -13,7 +13,7 @@
 //! [`is_own`] tells, before connecting, whether an address is one of them.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// The addresses accept loops listen on now (one entry per loop).
 static LISTENING: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
@@ -51,44 +51,70 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<SocketAddr>> {
 /// connection's setup left a hole behind each long-lived one (about 40 bytes
 /// of RSS per idle connection, measured).
 pub(super) fn is_own(target: SocketAddr) -> bool {
-    reaches(&lock(), target, on_this_host_by_route)
+    reaches(&lock(), target, is_this_hosts)
 }
 
 /// Whether `target` is one of `listening`: the same address, or the same
 /// port of a listener on every address (`0.0.0.0`, `::`) while `target` is
-/// on this host (`here` decides, asked only then).
+/// on this host (`here` decides, asked only then). An unspecified target
+/// (`0.0.0.0`) is where Linux connects it: loopback.
 fn reaches(listening: &[SocketAddr], target: SocketAddr, here: impl Fn(IpAddr) -> bool) -> bool {
-    let ip = target.ip().to_canonical();
+    let ip = match target.ip().to_canonical() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
     listening.iter().any(|l| {
         l.port() == target.port()
             && (l.ip().to_canonical() == ip || (l.ip().is_unspecified() && here(ip)))
     })
 }
 
-/// Whether `ip` is an address of this host: loopback, or the source address
-/// the kernel's routes would pick to reach it (a UDP socket's `connect`
-/// sends nothing; it only looks the route up).
-fn on_this_host_by_route(ip: IpAddr) -> bool {
+/// Whether `ip` is an address of this host: loopback, or one assigned to
+/// any of its interfaces, secondary addresses included (a UDP socket can
+/// bind it; nothing is sent). Where the kernel lets any address be bound
+/// (`ip_nonlocal_bind`), only loopback and the addresses the routes pick as
+/// their own source count.
+pub(super) fn is_this_hosts(ip: IpAddr) -> bool {
+    let ip = ip.to_canonical();
     if ip.is_loopback() {
         return true;
     }
+    if nonlocal_bind(ip) {
+        return route_source(ip) == Some(ip);
+    }
+    UdpSocket::bind((ip, 0)).is_ok()
+}
+
+/// Whether `net.ipv4.ip_nonlocal_bind` (or its IPv6 twin) is on, read once.
+fn nonlocal_bind(ip: IpAddr) -> bool {
+    static V4: OnceLock<bool> = OnceLock::new();
+    static V6: OnceLock<bool> = OnceLock::new();
+    let (cell, path) = match ip {
+        IpAddr::V4(_) => (&V4, "/proc/sys/net/ipv4/ip_nonlocal_bind"),
+        IpAddr::V6(_) => (&V6, "/proc/sys/net/ipv6/ip_nonlocal_bind"),
+    };
+    *cell.get_or_init(|| std::fs::read_to_string(path).is_ok_and(|v| v.trim() != "0"))
+}
+
+/// The source address the routes pick to reach `ip` (a UDP socket's
+/// `connect` sends nothing; it only looks the route up).
+fn route_source(ip: IpAddr) -> Option<IpAddr> {
     let any: IpAddr = match ip {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
-    UdpSocket::bind((any, 0))
-        .and_then(|udp| {
-            udp.connect((ip, 9))?;
-            udp.local_addr()
-        })
-        .is_ok_and(|local| local.ip().to_canonical() == ip)
+    let udp = UdpSocket::bind((any, 0)).ok()?;
+    udp.connect((ip, 9)).ok()?;
+    udp.local_addr().ok().map(|a| a.ip().to_canonical())
 }
 
-/// Whether `peer` is on this host: a loopback address, or the very address
-/// the socket is bound to (the kernel routes that over loopback too).
+/// Whether `peer` is on this host: loopback, the very address the socket is
+/// bound to, or another of this host's addresses (the kernel routes all of
+/// them over loopback).
 pub(super) fn on_this_host(local: SocketAddr, peer: SocketAddr) -> bool {
     let peer = peer.ip().to_canonical();
-    peer.is_loopback() || peer == local.ip().to_canonical()
+    peer.is_loopback() || peer == local.ip().to_canonical() || is_this_hosts(peer)
 }
 
 #[cfg(test)]
@@ -122,19 +148,25 @@ mod tests {
 
     #[test]
     fn loopback_and_only_this_hosts_addresses_are_here() {
-        assert!(on_this_host_by_route(IpAddr::from([127, 0, 0, 1])));
-        assert!(on_this_host_by_route(IpAddr::from([127, 3, 2, 1])));
+        assert!(is_this_hosts(IpAddr::from([127, 0, 0, 1])));
+        assert!(is_this_hosts(IpAddr::from([127, 3, 2, 1])));
+        assert!(is_this_hosts("::1".parse().unwrap()));
         // The address this host would send from, where it has a route (a
         // UDP `connect` sends nothing), is its own.
-        let source = UdpSocket::bind("0.0.0.0:0").and_then(|udp| {
-            udp.connect("198.51.100.7:9")?;
-            udp.local_addr()
-        });
-        if let Ok(source) = source {
-            assert!(on_this_host_by_route(source.ip()), "{source}");
+        if let Some(source) = route_source(IpAddr::from([198, 51, 100, 7])) {
+            assert!(is_this_hosts(source), "{source}");
         }
         // TEST-NET-2 (RFC 5737), a documentation range: no host's own.
-        assert!(!on_this_host_by_route(IpAddr::from([198, 51, 100, 7])));
+        assert!(!is_this_hosts(IpAddr::from([198, 51, 100, 7])));
+    }
+
+    #[test]
+    fn an_unspecified_target_is_loopback() {
+        let listening = [addr("127.0.0.1:9192"), addr("[::1]:9194")];
+        let nowhere = |_: IpAddr| false;
+        assert!(reaches(&listening, addr("0.0.0.0:9192"), nowhere));
+        assert!(reaches(&listening, addr("[::]:9194"), nowhere));
+        assert!(!reaches(&listening, addr("0.0.0.0:9194"), nowhere));
     }
 
     #[test]

@@ -16,11 +16,11 @@
 //!
 //! Splicing saves the proxy its copies but not the peer that receives the
 //! bytes on this same host (over loopback the kernel hands that peer the
-//! spliced pages as they are): measured, a broker fed by splice spent 6–9%
-//! more CPU per GB and a consumer about 10% more, so produce throughput,
-//! which the broker bounds, fell by 4–5% (docs/benchmarks.md, "Issue 28:
-//! splice and the receiving peer"). So by default ([`Splicing::Auto`]) a
-//! direction splices only into a socket whose peer is on another host.
+//! spliced pages as they are): measured, a broker fed by splice spent 6–11%
+//! more CPU per GB and a consumer 5–10% more, so produce throughput, which
+//! the broker bounds, fell by 4–5% (docs/benchmarks.md, "Issue 28: splice
+//! and the receiving peer"). So by default ([`Splicing::Auto`]) a direction
+//! splices only into a socket whose peer is on another host.
 
 use std::io;
 use std::net::SocketAddr;

@@ -38,7 +38,7 @@ pub(crate) enum UpstreamError {
     },
     /// The address is one of this proxy's own listeners (see `own`).
     #[error(
-        "connect to {0}: that is this proxy's own listener, so the proxy would connect to itself without end; a broker must advertise its own address (advertised.listeners), not the proxy's, and upstream.bootstrapServers must name the brokers"
+        "{0} is this proxy's own listener, so the proxy would connect to itself without end: a broker must advertise its own address (advertised.listeners), not the proxy's, and upstream.bootstrapServers and upstream.nodes must name the brokers"
     )]
     Itself(String),
     /// TCP or TLS took longer than [`CONNECT_TIMEOUT`].
@@ -174,25 +174,34 @@ pub(crate) async fn dial(
             addr: addr.clone(),
             source,
         };
-        // An address as it is (no allocation, see `own::is_own`); a name
-        // resolved once, for the check and the connect alike.
+        // Never the proxy's own listener (see `own`): an address that is
+        // one is refused; a name's own addresses are left out, and refused
+        // when no other is left. An address is checked as it is, with no
+        // allocation (see `own::is_own`).
+        let own = |t: &SocketAddr| to == To::Broker && own::is_own(*t);
         let (one, named): ([SocketAddr; 1], Vec<SocketAddr>);
         let targets: &[SocketAddr] = match host.parse::<IpAddr>() {
             Ok(ip) => {
                 one = [SocketAddr::new(ip, port)];
+                if own(&one[0]) {
+                    return Err(UpstreamError::Itself(addr.clone()));
+                }
                 &one
             }
             Err(_) => {
-                named = tokio::net::lookup_host((host, port))
+                let mut all: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
                     .await
                     .map_err(connect_error)?
                     .collect();
+                let found = all.len();
+                all.retain(|t| !own(t));
+                if found > 0 && all.is_empty() {
+                    return Err(UpstreamError::Itself(addr.clone()));
+                }
+                named = all;
                 &named
             }
         };
-        if to == To::Broker && targets.iter().any(|t| own::is_own(*t)) {
-            return Err(UpstreamError::Itself(addr.clone()));
-        }
         let tcp = TcpStream::connect(targets).await.map_err(connect_error)?;
         let _ = tcp.set_nodelay(true);
         let Some(tls) = tls else {

@@ -17,9 +17,10 @@ fn auto_splices_only_into_a_peer_on_another_host() {
     // This host's own address goes over loopback too.
     assert!(!auto("10.1.2.3:40000", "10.1.2.3:9092"));
     assert!(!auto("[::ffff:10.1.2.3]:40000", "10.1.2.3:9092"));
-    // Another host.
-    assert!(auto("10.1.2.3:40000", "10.1.2.4:9092"));
-    assert!(auto("[fd00::1]:40000", "[fd00::2]:9092"));
+    // Another host: documentation ranges (RFC 5737, RFC 3849), which no
+    // host has as its own (the check asks this host's interfaces).
+    assert!(auto("10.1.2.3:40000", "198.51.100.4:9092"));
+    assert!(auto("[fd00::1]:40000", "[2001:db8::2]:9092"));
 }
 
 #[test]
