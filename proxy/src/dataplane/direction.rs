@@ -26,6 +26,10 @@ use crate::signals::CloseReason;
 pub(super) const MAX_IN_FLIGHT: usize = 1024;
 /// How much a busy direction reads at a time, and so holds.
 pub(super) const CHUNK: usize = 64 * 1024;
+/// What a direction reads into instead while a frame with at least this
+/// much left streams through it: a quarter as many reads and writes per
+/// megabyte of a Fetch response or a Produce request (see `buffer`).
+pub(super) const WIDE_CHUNK: usize = 256 * 1024;
 
 /// An in-flight slot, in request order; the permit it carries is returned
 /// when the response has been passed on to the client.

@@ -1,5 +1,6 @@
-//! The memory a busy direction reads into: [`CHUNK`] bytes, charged to the
-//! budget, read into without being cleared first.
+//! The memory a busy direction reads into: `CHUNK` bytes (`WIDE_CHUNK`
+//! while a long frame streams), charged to the budget, read into without
+//! being cleared first.
 //!
 //! A chunk was made zeroed (`vec![0; CHUNK]`): 64 KiB written by the CPU
 //! each time a direction went from idle to busy (twice per request with one
@@ -7,7 +8,7 @@
 //! vector's spare capacity (tokio's `read_buf`, which gives the reader
 //! uninitialised room and counts what it filled), so only the bytes that
 //! arrive are written. The vector's length is what was read; its capacity
-//! is never grown past [`CHUNK`], so its charge stays its size. It is made
+//! is never grown past what it was made with, so its charge stays its size. It is made
 //! only when bytes are there and dropped when empty at a frame boundary, as
 //! before: an idle connection holds none.
 //!
@@ -25,7 +26,6 @@ use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::budget::Charge;
-use crate::dataplane::direction::CHUNK;
 
 /// A busy direction's read buffer and the charge that pays for it.
 pub(super) struct Chunk {
@@ -35,10 +35,10 @@ pub(super) struct Chunk {
 }
 
 impl Chunk {
-    /// An empty chunk, paid for by `charge` (of [`CHUNK`] bytes).
-    pub(super) fn new(charge: Charge) -> Chunk {
+    /// An empty chunk of `size` bytes, paid for by `charge` (of as many).
+    pub(super) fn new(charge: Charge, size: usize) -> Chunk {
         Chunk {
-            bytes: Vec::with_capacity(CHUNK),
+            bytes: Vec::with_capacity(size),
             _charge: charge,
         }
     }
@@ -58,14 +58,20 @@ impl Chunk {
         self.bytes.len()
     }
 
+    /// How many bytes fit: what it was made with (a `Vec<u8>` is given
+    /// the capacity it asks for), so no field of its own.
+    pub(super) fn size(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// Whether no more fits.
     pub(super) fn is_full(&self) -> bool {
-        self.bytes.len() >= CHUNK
+        self.bytes.len() >= self.size()
     }
 
     /// Appends bytes read elsewhere (the probe); as many as fit.
     pub(super) fn put(&mut self, bytes: &[u8]) {
-        let n = bytes.len().min(CHUNK - self.bytes.len());
+        let n = bytes.len().min(self.size() - self.bytes.len());
         self.bytes.extend_from_slice(&bytes[..n]);
     }
 
@@ -85,7 +91,7 @@ impl Chunk {
     where
         R: AsyncRead + Unpin,
     {
-        let room = max.min(CHUNK - self.bytes.len());
+        let room = max.min(self.size() - self.bytes.len());
         rd.read_buf(&mut (&mut self.bytes).limit(room)).await
     }
 
@@ -100,7 +106,7 @@ impl Chunk {
     where
         R: AsyncRead + Unpin,
     {
-        let room = max.min(CHUNK - self.bytes.len());
+        let room = max.min(self.size() - self.bytes.len());
         let mut room = (&mut self.bytes).limit(room);
         tokio_util::io::poll_read_buf(Pin::new(rd), cx, &mut room)
     }
@@ -129,6 +135,7 @@ mod tests {
 
     use super::*;
     use crate::budget::Budget;
+    use crate::dataplane::direction::CHUNK;
 
     fn budget() -> Arc<Budget> {
         Arc::new(Budget::new(
@@ -142,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn reads_fill_what_arrives_and_never_grow_it_past_its_charge() {
         let budget = budget();
-        let mut chunk = Chunk::new(budget.reserve(CHUNK).await);
+        let mut chunk = Chunk::new(budget.reserve(CHUNK).await, CHUNK);
         let capacity = chunk.bytes.capacity();
         // An endless reader: every read is as large as the room allows.
         let mut endless = tokio::io::repeat(7);
@@ -172,7 +179,7 @@ mod tests {
     #[tokio::test]
     async fn a_read_now_of_a_reader_with_nothing_ready_does_not_wait() {
         let budget = budget();
-        let mut chunk = Chunk::new(budget.reserve(CHUNK).await);
+        let mut chunk = Chunk::new(budget.reserve(CHUNK).await, CHUNK);
         let (mut rd, mut wr) = tokio::io::duplex(64);
         assert!(chunk.read_now(&mut rd, CHUNK).await.is_none());
         wr.write_all(b"abc").await.unwrap();
