@@ -32,12 +32,6 @@ use sluice_tools::record::Row;
 
 use crate::rig::{Path, Rig, cpu_seconds};
 
-const SIZES: [(usize, &str); 4] = [
-    (100, "100 B"),
-    (1024, "1 KiB"),
-    (4096, "4 KiB"),
-    (16384, "16 KiB"),
-];
 const SECTION: &str = "per request (one in flight)";
 /// Unrecorded requests of each kind before each pass.
 const WARM: usize = 20;
@@ -69,7 +63,7 @@ pub(crate) fn run(rig: &mut Rig, requests: usize) {
     if !strace {
         eprintln!("syscalls: strace is not installed: context switches only");
     }
-    for (size, label) in SIZES {
+    for (size, label) in crate::sweep::named_sizes() {
         let mut per: Vec<PerPath> = Vec::new();
         for path in [Path::Sluice, Path::Haproxy] {
             let pid = rig.middle(path).expect("a process in the middle");
