@@ -6,10 +6,12 @@
 //! takes one chunk of [`CHUNK`] from the budget and reads into it (a plain
 //! socket's straight away: one read for a frame of up to 16 KiB); frames of
 //! any size pass through it, a chunk at a time, and it is given back once
-//! empty at a frame boundary. Frames that pass together are written at once.
+//! empty at a frame boundary. While a frame with [`WIDE_CHUNK`] or more
+//! still to come streams, the chunk is swapped for one of that size, when
+//! the budget has room. Frames that pass together are written at once.
 //!
 //! A frame that must be held whole (to rewrite or to answer it) is copied
-//! out of the chunk when it is already all there, or read into a [`Block`]
+//! out of the chunk when it is already all there, or read into a `Block`
 //! of exactly its size, charged for as long as any of it is referenced. A
 //! chunk is read into without being cleared first (`chunk`).
 
