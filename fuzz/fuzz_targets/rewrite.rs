@@ -1,6 +1,7 @@
 //! Response rewriting, ApiVersions capping and deny responses: the first
 //! bytes choose the API and version, the rest is the frame body. A Fetch
-//! v16+ body is also walked as it would stream (`streamed`), in pieces of a
+//! body of a version the data plane walks (v16 up to the newest the proxy
+//! reads) is also walked as it would stream (`streamed`), in pieces of a
 //! size the input chooses, and its tail rewritten into the reserve. A Fetch
 //! body of any version also gets a split Fetch's refused topics put first
 //! in its topics (`policy::Prepended`), as the proxy does while it streams.
@@ -18,7 +19,7 @@ use sluice_kafka::policy::{Policed, Prepended, TopicIds, Uuid, police};
 use sluice_kafka::rewrite::{
     Advertised, REWRITTEN_APIS, rewrite_response, rewrite_tail, rewrites,
 };
-use sluice_kafka::streamed::{Part, Walk};
+use sluice_kafka::streamed::{Part, Walk, walks};
 use sluice_kafka::versions::cap_api_versions;
 
 fuzz_target!(|data: &[u8]| {
@@ -42,7 +43,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    if api == 1 && version >= 16 {
+    // The versions the data plane walks (a version past what the proxy can
+    // read is never walked: its rewrite could not read it again).
+    if api == 1 && walks(version) {
         streamed(&frame, version, &to, usize::from(*pick) + 1, &header);
     }
     if api == 1 && version >= 4 {

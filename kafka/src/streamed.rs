@@ -49,12 +49,16 @@ pub const MAX_TAIL: usize = 64 * 1024;
 /// The first Fetch version whose responses carry endpoints.
 const FIRST_WITH_ENDPOINTS: i16 = 16;
 
+/// Whether a large Fetch response of `version` streams with [`Walk`]: it
+/// may carry endpoints, and it is a version the proxy can read.
+pub fn walks(version: i16) -> bool {
+    (FIRST_WITH_ENDPOINTS..=ApiKey::Fetch.valid_versions().max).contains(&version)
+}
+
 /// Whether the response of `total` bytes (length prefix included) to a
 /// request of `api_key` at `version` streams with [`Walk`].
 pub fn streams(api_key: i16, version: i16, total: usize) -> bool {
-    api_key == ApiKey::Fetch as i16
-        && (FIRST_WITH_ENDPOINTS..=ApiKey::Fetch.valid_versions().max).contains(&version)
-        && total > HELD_UP_TO
+    api_key == ApiKey::Fetch as i16 && walks(version) && total > HELD_UP_TO
 }
 
 /// The next part of a streamed response, from [`Walk::next`].
