@@ -211,6 +211,13 @@ pub(crate) struct Charge {
     overdraft: bool,
 }
 
+impl Charge {
+    /// The bytes it pays for.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
 impl Drop for Charge {
     fn drop(&mut self) {
         self.budget.release(self.bytes, self.overdraft);

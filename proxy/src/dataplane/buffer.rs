@@ -215,7 +215,7 @@ impl FrameBuf {
         rd: &mut R,
         cx: &mut Context<'_>,
     ) -> Poll<std::io::Result<usize>> {
-        let mut chunk = Chunk::new(charge, CHUNK);
+        let mut chunk = Chunk::new(charge);
         let read = chunk.poll_read(rd, cx, SPLICE_AT_LEAST);
         if let Poll::Ready(Ok(n)) = read
             && n > 0
@@ -257,7 +257,7 @@ impl FrameBuf {
             debug_assert_eq!((self.start, self.end()), (0, n));
             return;
         }
-        let mut chunk = Chunk::new(self.budget.reserve(CHUNK).await, CHUNK);
+        let mut chunk = Chunk::new(self.budget.reserve(CHUNK).await);
         chunk.put(&self.probe[..n]);
         self.chunk = Some(chunk);
         self.start = 0;
@@ -295,7 +295,7 @@ impl FrameBuf {
             chunk.compact(self.start);
             self.start = 0;
         }
-        clock.read(chunk.read(rd, WIDE_CHUNK)).await
+        clock.read(chunk.read(rd, usize::MAX)).await
     }
 
     /// Reads what `rd` has ready now (no wait) into the chunk's free room,
@@ -313,7 +313,7 @@ impl FrameBuf {
         if self.pending == 0 || chunk.is_full() {
             return Ok(None);
         }
-        let ready = chunk.read_now(rd, WIDE_CHUNK).await.transpose()?;
+        let ready = chunk.read_now(rd, usize::MAX).await.transpose()?;
         // At the end of the stream, what was passed on is written first.
         Ok(ready.filter(|&n| n > 0))
     }
@@ -380,7 +380,7 @@ impl FrameBuf {
             // Taken while the narrow one is still held: without room, the
             // frame streams on through the narrow one.
             if let Some(charge) = self.budget.try_reserve(WIDE_CHUNK) {
-                self.chunk = Some(Chunk::new(charge, WIDE_CHUNK));
+                self.chunk = Some(Chunk::new(charge));
                 self.start = 0;
             }
         }

@@ -8,9 +8,9 @@
 //! vector's spare capacity (tokio's `read_buf`, which gives the reader
 //! uninitialised room and counts what it filled), so only the bytes that
 //! arrive are written. The vector's length is what was read; its capacity
-//! is never grown past what it was made with, so its charge stays its size. It is made
-//! only when bytes are there and dropped when empty at a frame boundary, as
-//! before: an idle connection holds none.
+//! is what its charge pays for and is never grown, so the charge stays its
+//! size. It is made only when bytes are there and dropped when empty at a
+//! frame boundary, as before: an idle connection holds none.
 //!
 //! Keeping the last chunk's memory per thread for the next one spared two
 //! 64 KiB allocations and frees per request (about 540 instructions of
@@ -35,10 +35,10 @@ pub(super) struct Chunk {
 }
 
 impl Chunk {
-    /// An empty chunk of `size` bytes, paid for by `charge` (of as many).
-    pub(super) fn new(charge: Charge, size: usize) -> Chunk {
+    /// An empty chunk of as many bytes as `charge` pays for.
+    pub(super) fn new(charge: Charge) -> Chunk {
         Chunk {
-            bytes: Vec::with_capacity(size),
+            bytes: Vec::with_capacity(charge.bytes()),
             _charge: charge,
         }
     }
@@ -149,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn reads_fill_what_arrives_and_never_grow_it_past_its_charge() {
         let budget = budget();
-        let mut chunk = Chunk::new(budget.reserve(CHUNK).await, CHUNK);
+        let mut chunk = Chunk::new(budget.reserve(CHUNK).await);
         let capacity = chunk.bytes.capacity();
         // An endless reader: every read is as large as the room allows.
         let mut endless = tokio::io::repeat(7);
@@ -179,7 +179,7 @@ mod tests {
     #[tokio::test]
     async fn a_read_now_of_a_reader_with_nothing_ready_does_not_wait() {
         let budget = budget();
-        let mut chunk = Chunk::new(budget.reserve(CHUNK).await, CHUNK);
+        let mut chunk = Chunk::new(budget.reserve(CHUNK).await);
         let (mut rd, mut wr) = tokio::io::duplex(64);
         assert!(chunk.read_now(&mut rd, CHUNK).await.is_none());
         wr.write_all(b"abc").await.unwrap();
