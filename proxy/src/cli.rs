@@ -149,6 +149,12 @@ pub struct RunArgs {
     /// all. `sluice_spliced_bytes_total` counts what took that way.
     #[arg(long, value_enum, default_value_t = Splicing::Auto, env = "SLUICE_SPLICE")]
     pub splice: Splicing,
+    /// Threads that serve client connections, each on a runtime of its own
+    /// (a connection stays on the thread serving the fewest when it came;
+    /// the admin API and reloads run elsewhere). Default: one per CPU. 0
+    /// serves connections on the main runtime's shared workers instead.
+    #[arg(long, value_name = "N", env = "SLUICE_CONNECTION_THREADS")]
+    pub connection_threads: Option<usize>,
     /// Where referenced files may lie.
     #[command(flatten)]
     pub roots: FileRootArgs,
@@ -169,6 +175,15 @@ fn instance(flag: Option<&str>) -> String {
 }
 
 impl RunArgs {
+    /// Starts the connection threads (`--connection-threads`); how many run.
+    pub fn start_connection_threads(&self) -> std::io::Result<usize> {
+        let threads = self.connection_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        crate::dataplane::cores::start(threads)?;
+        Ok(crate::dataplane::cores::threads())
+    }
+
     /// What [`crate::server::run`] needs from the command line.
     pub fn options(&self) -> RunOptions {
         RunOptions {

@@ -4,6 +4,7 @@
 //! - [`listener`]: bound sockets and their routes
 //! - [`routes`]: where a listener's connections go (a port's one route, or
 //!   the SNI table of server names)
+//! - [`cores`]: the connection threads, a current-thread runtime each
 //! - [`connection`]: one proxied client connection; its two directions,
 //!   [`requests`] and [`responses`]
 //! - [`fetch`]: Fetch v16+ responses, records streamed, endpoints rewritten
@@ -29,6 +30,7 @@ pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod connection;
+pub(crate) mod cores;
 mod direction;
 mod fetch;
 mod held;

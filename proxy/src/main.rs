@@ -26,6 +26,10 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             sluice_process::init_tracing(args.log_format, "info");
             args.splice.choose();
+            if let Err(e) = args.start_connection_threads() {
+                tracing::error!(error = %e, "cannot start the connection threads");
+                return Exit::Usage.into();
+            }
             exit::block_on(Threads::Many, run(args))
         }
     }

@@ -212,7 +212,7 @@ impl Proxy {
             options.admin_read_timeout,
             stop_admin.clone(),
         ));
-        tracing::info!(admin = %admin_addr, scheme, held = engine.is_held(), "sluice-proxy ready");
+        tracing::info!(admin = %admin_addr, scheme, held = engine.is_held(), connection_threads = crate::dataplane::cores::threads(), "sluice-proxy ready");
 
         // Certificates close to expiry are warned about again every hour.
         let mut recheck = tokio::time::interval(std::time::Duration::from_secs(3600));

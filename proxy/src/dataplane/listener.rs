@@ -19,6 +19,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use super::connection::{self, Incoming};
+use super::cores;
 use super::own;
 pub(crate) use super::routes::{Route, Routes};
 use super::sni;
@@ -178,11 +179,15 @@ async fn accept_loop(
                 match current {
                     Routes::Port(r) => {
                         let connections = r.cluster.connections.clone();
-                        let incoming = Incoming::Tcp(tcp);
-                        connections.spawn(connection::serve(incoming, peer, r.cluster, r.role));
+                        cores::spawn(&connections, tcp, move |tcp| {
+                            connection::serve(Incoming::Tcp(tcp), peer, r.cluster, r.role)
+                        });
                     }
                     Routes::Sni(_) => {
-                        tracker.spawn(sni::serve(tcp, peer, routes.clone(), unrouted.clone()));
+                        let (routes, unrouted) = (routes.clone(), unrouted.clone());
+                        cores::spawn(&tracker, tcp, move |tcp| {
+                            sni::serve(tcp, peer, routes, unrouted)
+                        });
                     }
                 }
             }

@@ -19,6 +19,7 @@
 //!   consumers that caught up
 //! - [`itself`]: a broker advertising the proxy's own port: refused, not looped
 //! - [`splice`]: records moved socket to socket (`--splice always`) or copied (by default, for peers on this host)
+//! - [`threads`]: client connections on the connection threads (`--connection-threads`), or on the main runtime with none
 //! - [`quota`]: a producer over its quota held to it, another unaffected
 //! - [`filters_live`]: a policy and a quota changed together under steady traffic, in place
 //! - [`process`]: startup policies, signals, `--persist`
@@ -66,6 +67,7 @@ mod sasl;
 mod sni;
 mod soak;
 mod splice;
+mod threads;
 mod tls;
 mod watcher;
 mod webhook;

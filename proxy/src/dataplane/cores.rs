@@ -1,0 +1,157 @@
+//! A runtime per core for client connections (`run --connection-threads`).
+//!
+//! A connection is one task that drives both its directions, and nearly
+//! every wake of it comes from its own two sockets. On tokio's
+//! multi-threaded runtime each such wake still pays for what lets any
+//! worker run any task: the shared run-queue bookkeeping, the handoff of
+//! the I/O driver between workers, the per-poll statistics that tune the
+//! global queue. Counted per request with one request in flight (callgrind,
+//! docs/benchmarks.md), the same build ran 12% fewer instructions on a
+//! current-thread runtime.
+//!
+//! So the binary starts one thread per CPU, each running a current-thread
+//! runtime of its own ([`start`]), and an accepted connection moves to the
+//! one serving the fewest connections: its socket is registered with that
+//! runtime's reactor, and everything the connection opens (its upstream
+//! sockets, its timers) is too, so its wakes never cross threads. The
+//! accept loops, the admin API and reloads stay on the main runtime. What
+//! a connection shares with the rest (its cluster generation, the drain,
+//! budgets, metrics) is thread-safe already; a drain that wakes it from
+//! the main runtime crosses threads once.
+//!
+//! Without [`start`] (in-process tests, `--connection-threads 0`),
+//! connections run on the runtime that accepted them, as before.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use tokio::net::TcpStream;
+use tokio::runtime::{Builder, Handle};
+use tokio_util::task::TaskTracker;
+
+/// The connection runtimes, once started.
+static CORES: OnceLock<Cores> = OnceLock::new();
+
+struct Cores(Vec<Core>);
+
+/// One connection thread's runtime and how many connections it serves.
+struct Core {
+    handle: Handle,
+    serving: Arc<AtomicUsize>,
+}
+
+/// Starts `threads` connection threads (0: none, connections stay on the
+/// runtime that accepts them). Once per process; later calls change nothing.
+pub(crate) fn start(threads: usize) -> std::io::Result<()> {
+    if threads == 0 || CORES.get().is_some() {
+        return Ok(());
+    }
+    let _ = CORES.set(Cores::new(threads)?);
+    Ok(())
+}
+
+/// How many connection threads run (0 before [`start`]).
+pub(crate) fn threads() -> usize {
+    CORES.get().map_or(0, |c| c.0.len())
+}
+
+/// Runs `serve` on `tcp`, tracked by `tracker`: on the connection thread
+/// serving the fewest connections, or here when there are none.
+pub(crate) fn spawn<F, Fut>(tracker: &TaskTracker, tcp: TcpStream, serve: F)
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    match CORES.get() {
+        Some(cores) => cores.spawn(tracker, tcp, serve),
+        None => {
+            tracker.spawn(serve(tcp));
+        }
+    }
+}
+
+impl Cores {
+    /// `threads` (at least one) threads, each running a current-thread
+    /// runtime until the process ends.
+    fn new(threads: usize) -> std::io::Result<Cores> {
+        let mut cores = Vec::with_capacity(threads.max(1));
+        for i in 0..threads.max(1) {
+            let runtime = Builder::new_current_thread()
+                .enable_all()
+                .thread_name("sluice-conn-blocking")
+                .build()?;
+            let handle = runtime.handle().clone();
+            std::thread::Builder::new()
+                .name(format!("sluice-conn-{i}"))
+                .spawn(move || runtime.block_on(std::future::pending::<()>()))?;
+            cores.push(Core {
+                handle,
+                serving: Arc::new(AtomicUsize::new(0)),
+            });
+        }
+        Ok(Cores(cores))
+    }
+
+    /// Runs `serve` on `tcp` on the thread serving the fewest connections,
+    /// the socket registered with that thread's runtime.
+    fn spawn<F, Fut>(&self, tracker: &TaskTracker, tcp: TcpStream, serve: F)
+    where
+        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let core = self.least_busy();
+        // The socket leaves this runtime's reactor here and joins the
+        // chosen one's there (tokio binds a socket to the reactor it is
+        // made under).
+        let socket = match tcp.into_std() {
+            Ok(socket) => socket,
+            Err(e) => {
+                tracing::warn!(error = %e, "connection closed: cannot hand it to a connection thread");
+                return;
+            }
+        };
+        let serving = Serving::new(&core.serving);
+        tracker.spawn_on(
+            async move {
+                let _serving = serving;
+                match TcpStream::from_std(socket) {
+                    Ok(tcp) => serve(tcp).await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "connection closed: a connection thread cannot take it");
+                    }
+                }
+            },
+            &core.handle,
+        );
+    }
+
+    fn least_busy(&self) -> &Core {
+        let mut best = &self.0[0];
+        for core in &self.0[1..] {
+            if core.serving.load(Ordering::Relaxed) < best.serving.load(Ordering::Relaxed) {
+                best = core;
+            }
+        }
+        best
+    }
+}
+
+/// One connection counted on its thread while it lives.
+struct Serving(Arc<AtomicUsize>);
+
+impl Serving {
+    fn new(count: &Arc<AtomicUsize>) -> Serving {
+        count.fetch_add(1, Ordering::Relaxed);
+        Serving(Arc::clone(count))
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests;
