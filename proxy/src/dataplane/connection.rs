@@ -27,6 +27,7 @@ use tokio_rustls::{Accept, StartHandshake};
 use tracing::Instrument;
 
 use super::cluster::ClusterRuntime;
+use super::cores::Accepted;
 use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::inflight;
 use super::requests::forward_requests;
@@ -43,7 +44,7 @@ pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// Just accepted on a port of its own cluster.
-    Tcp(TcpStream),
+    Tcp(Accepted),
     /// Accepted on the shared SNI port, its ClientHello read (which chose
     /// the cluster); the handshake goes on with the cluster's certificate.
     Sni(Box<StartHandshake<TcpStream>>),
@@ -145,11 +146,13 @@ async fn run(
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
     let client = match (incoming, cluster.acceptor()) {
-        (Incoming::Tcp(tcp), Some(acceptor)) => {
+        (Incoming::Tcp(accepted), Some(acceptor)) => {
+            let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
             Stream::Wrapped(handshake(Box::pin(acceptor.accept(tcp))).await?)
         }
-        (Incoming::Tcp(tcp), None) => {
+        (Incoming::Tcp(accepted), None) => {
+            let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
             Stream::Plain(tcp)
         }

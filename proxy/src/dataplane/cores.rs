@@ -23,8 +23,10 @@
 //! connections run on the runtime that accepted them, as before.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 
 use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle};
@@ -56,17 +58,38 @@ pub(crate) fn threads() -> usize {
     CORES.get().map_or(0, |c| c.0.len())
 }
 
+/// An accepted socket on its way to the runtime that serves it.
+#[derive(Debug)]
+pub(crate) enum Accepted {
+    /// Registered with the runtime that accepted it, which serves it too.
+    Here(TcpStream),
+    /// Out of the accepting runtime's reactor, for the serving one's.
+    Handed(std::net::TcpStream),
+}
+
+impl Accepted {
+    /// The socket, registered with the runtime this runs on (tokio binds a
+    /// socket to the reactor it is made under).
+    pub(crate) fn register(self) -> std::io::Result<TcpStream> {
+        match self {
+            Accepted::Here(tcp) => Ok(tcp),
+            Accepted::Handed(socket) => TcpStream::from_std(socket),
+        }
+    }
+}
+
 /// Runs `serve` on `tcp`, tracked by `tracker`: on the connection thread
-/// serving the fewest connections, or here when there are none.
+/// serving the fewest connections, or here when there are none. `serve`
+/// must [`Accepted::register`] the socket where it runs.
 pub(crate) fn spawn<F, Fut>(tracker: &TaskTracker, tcp: TcpStream, serve: F)
 where
-    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    F: FnOnce(Accepted) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     match CORES.get() {
         Some(cores) => cores.spawn(tracker, tcp, serve),
         None => {
-            tracker.spawn(serve(tcp));
+            tracker.spawn(serve(Accepted::Here(tcp)));
         }
     }
 }
@@ -93,17 +116,13 @@ impl Cores {
         Ok(Cores(cores))
     }
 
-    /// Runs `serve` on `tcp` on the thread serving the fewest connections,
-    /// the socket registered with that thread's runtime.
+    /// Runs `serve` on `tcp` on the thread serving the fewest connections.
     fn spawn<F, Fut>(&self, tracker: &TaskTracker, tcp: TcpStream, serve: F)
     where
-        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        F: FnOnce(Accepted) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let core = self.least_busy();
-        // The socket leaves this runtime's reactor here and joins the
-        // chosen one's there (tokio binds a socket to the reactor it is
-        // made under).
         let socket = match tcp.into_std() {
             Ok(socket) => socket,
             Err(e) => {
@@ -111,19 +130,14 @@ impl Cores {
                 return;
             }
         };
-        let serving = Serving::new(&core.serving);
-        tracker.spawn_on(
-            async move {
-                let _serving = serving;
-                match TcpStream::from_std(socket) {
-                    Ok(tcp) => serve(tcp).await,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "connection closed: a connection thread cannot take it");
-                    }
-                }
-            },
-            &core.handle,
-        );
+        // Made here, polled there. Not an `async` block around it: that
+        // would keep the future twice, as its capture and as what it
+        // awaits (an idle connection's task is mostly this future).
+        let counted = Counted {
+            connection: serve(Accepted::Handed(socket)),
+            _serving: Serving::new(&core.serving),
+        };
+        tracker.spawn_on(counted, &core.handle);
     }
 
     fn least_busy(&self) -> &Core {
@@ -134,6 +148,23 @@ impl Cores {
             }
         }
         best
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connection's future, counted on its thread until it ends.
+    struct Counted<F> {
+        #[pin]
+        connection: F,
+        _serving: Serving,
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.project().connection.poll(cx)
     }
 }
 

@@ -179,14 +179,14 @@ async fn accept_loop(
                 match current {
                     Routes::Port(r) => {
                         let connections = r.cluster.connections.clone();
-                        cores::spawn(&connections, tcp, move |tcp| {
-                            connection::serve(Incoming::Tcp(tcp), peer, r.cluster, r.role)
+                        cores::spawn(&connections, tcp, move |accepted| {
+                            connection::serve(Incoming::Tcp(accepted), peer, r.cluster, r.role)
                         });
                     }
                     Routes::Sni(_) => {
                         let (routes, unrouted) = (routes.clone(), unrouted.clone());
-                        cores::spawn(&tracker, tcp, move |tcp| {
-                            sni::serve(tcp, peer, routes, unrouted)
+                        cores::spawn(&tracker, tcp, move |accepted| {
+                            sni::serve(accepted, peer, routes, unrouted)
                         });
                     }
                 }

@@ -15,11 +15,11 @@
 
 use std::net::SocketAddr;
 
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_rustls::LazyConfigAcceptor;
 
 use super::connection::{self, HANDSHAKE_TIMEOUT, Incoming};
+use super::cores::Accepted;
 pub(crate) use super::routes::SniTable;
 use super::routes::{Route, Routes};
 use crate::metrics::SniUnrouted;
@@ -49,11 +49,18 @@ impl Unrouted {
 /// Reads the ClientHello of a connection on an SNI port and hands the
 /// connection to the generation its server name leads to.
 pub(crate) async fn serve(
-    tcp: TcpStream,
+    accepted: Accepted,
     peer: SocketAddr,
     routes: watch::Receiver<Routes>,
     unrouted: SniUnrouted,
 ) {
+    let tcp = match accepted.register() {
+        Ok(tcp) => tcp,
+        Err(e) => {
+            tracing::warn!(%peer, error = %e, "connection on the SNI port closed: cannot register its socket");
+            return;
+        }
+    };
     let listener = tcp.local_addr().ok();
     let unroute = |reason: Unrouted, why: &str, server_name: Option<&str>| {
         unrouted.inc(reason.as_str());

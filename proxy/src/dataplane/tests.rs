@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 
 use super::cluster::ClusterRuntime;
 use super::connection::{Incoming, Role, serve};
+use super::cores::Accepted;
 use super::splice::Splicing;
 use crate::config::model::VirtualCluster;
 use crate::config::{MemoryFiles, validate};
@@ -146,7 +147,7 @@ async fn listen(cluster: Arc<ClusterRuntime>) -> SocketAddr {
     tokio::spawn(async move {
         while let Ok((tcp, peer)) = listener.accept().await {
             tokio::spawn(serve(
-                Incoming::Tcp(tcp),
+                Incoming::Tcp(Accepted::Here(tcp)),
                 peer,
                 Arc::clone(&cluster),
                 Role::Bootstrap,

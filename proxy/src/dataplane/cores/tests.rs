@@ -6,7 +6,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::*;
 
 /// Answers every byte with the name of the thread it runs on.
-async fn name_the_thread(mut tcp: TcpStream) {
+async fn name_the_thread(accepted: Accepted) {
+    let mut tcp = accepted.register().unwrap();
     let mut byte = [0u8; 1];
     while let Ok(1) = tcp.read(&mut byte).await {
         let name = std::thread::current().name().unwrap_or_default().to_owned();

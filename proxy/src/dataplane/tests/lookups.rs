@@ -90,7 +90,12 @@ async fn broker_port(cluster: Arc<ClusterRuntime>) -> SocketAddr {
     tokio::spawn(async move {
         while let Ok((tcp, peer)) = listener.accept().await {
             let cluster = Arc::clone(&cluster);
-            tokio::spawn(serve(Incoming::Tcp(tcp), peer, cluster, Role::Broker(1)));
+            tokio::spawn(serve(
+                Incoming::Tcp(Accepted::Here(tcp)),
+                peer,
+                cluster,
+                Role::Broker(1),
+            ));
         }
     });
     addr

@@ -69,7 +69,12 @@ async fn listen_broker(cluster: Arc<ClusterRuntime>, port: u16) {
     tokio::spawn(async move {
         while let Ok((tcp, peer)) = listener.accept().await {
             let role = Role::Broker(NODE);
-            tokio::spawn(serve(Incoming::Tcp(tcp), peer, Arc::clone(&cluster), role));
+            tokio::spawn(serve(
+                Incoming::Tcp(Accepted::Here(tcp)),
+                peer,
+                Arc::clone(&cluster),
+                role,
+            ));
         }
     });
 }
