@@ -150,9 +150,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Splicing::Auto, env = "SLUICE_SPLICE")]
     pub splice: Splicing,
     /// Threads that serve client connections, each on a runtime of its own
-    /// (a connection stays on the thread serving the fewest when it came;
-    /// the admin API and reloads run elsewhere). Default: one per CPU. 0
-    /// serves connections on the main runtime's shared workers instead.
+    /// (a connection stays on the thread that served the fewest of its kind,
+    /// broker port or bootstrap, when it came; the admin API and reloads run
+    /// elsewhere). Default: one per CPU. 0 serves connections on the main
+    /// runtime's shared workers instead.
     #[arg(long, value_name = "N", env = "SLUICE_CONNECTION_THREADS")]
     pub connection_threads: Option<usize>,
     /// Where referenced files may lie.

@@ -6,18 +6,18 @@
 //! worker run any task: the shared run-queue bookkeeping, the handoff of
 //! the I/O driver between workers, the per-poll statistics that tune the
 //! global queue. Counted per request with one request in flight (callgrind,
-//! docs/benchmarks.md), the same build ran 12% fewer instructions on a
-//! current-thread runtime.
+//! docs/benchmarks.md), connections on these threads run 10% fewer
+//! instructions than on the multi-threaded runtime (13,562 against 15,033).
 //!
 //! So the binary starts one thread per CPU, each running a current-thread
 //! runtime of its own ([`start`]), and an accepted connection moves to the
-//! one serving the fewest connections: its socket is registered with that
-//! runtime's reactor, and everything the connection opens (its upstream
-//! sockets, its timers) is too, so its wakes never cross threads. The
-//! accept loops, the admin API and reloads stay on the main runtime. What
-//! a connection shares with the rest (its cluster generation, the drain,
-//! budgets, metrics) is thread-safe already; a drain that wakes it from
-//! the main runtime crosses threads once.
+//! one serving the fewest connections of its [`Kind`]. Its socket is
+//! registered with that runtime's reactor, and everything the connection
+//! opens (its upstream sockets, its timers) is too, so its wakes never
+//! cross threads. The accept loops, the admin API and reloads stay on the
+//! main runtime. What a connection shares with the rest (its cluster
+//! generation, the drain, budgets, metrics) is thread-safe already; a
+//! drain that wakes it from the main runtime crosses threads once.
 //!
 //! Without [`start`] (in-process tests, `--connection-threads 0`),
 //! connections run on the runtime that accepted them, as before.
@@ -37,10 +37,25 @@ static CORES: OnceLock<Cores> = OnceLock::new();
 
 struct Cores(Vec<Core>);
 
-/// One connection thread's runtime and how many connections it serves.
+/// One connection thread's runtime and how many connections of each kind
+/// it serves.
 struct Core {
     handle: Handle,
-    serving: Arc<AtomicUsize>,
+    serving: [Arc<AtomicUsize>; 2],
+}
+
+/// Which connections are balanced among themselves. A client's records go
+/// through its broker ports; its bootstrap connection asks for metadata and
+/// then mostly idles. Counted together, two clients that each open one of
+/// each would alternate bootstrap, broker, bootstrap, broker over two threads,
+/// and both broker connections would share the second thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A bootstrap port, and the SNI port (whose connections' role is not
+    /// known until their ClientHello is read, on the thread chosen).
+    Bootstrap = 0,
+    /// A broker port.
+    Broker = 1,
 }
 
 /// Starts `threads` connection threads (0: none, connections stay on the
@@ -79,15 +94,16 @@ impl Accepted {
 }
 
 /// Runs `serve` on `tcp`, tracked by `tracker`: on the connection thread
-/// serving the fewest connections, or here when there are none. `serve`
+/// serving the fewest connections of its `kind` (of all, between equals),
+/// or here when there are none. `serve`
 /// must [`Accepted::register`] the socket where it runs.
-pub(crate) fn spawn<F, Fut>(tracker: &TaskTracker, tcp: TcpStream, serve: F)
+pub(crate) fn spawn<F, Fut>(tracker: &TaskTracker, tcp: TcpStream, kind: Kind, serve: F)
 where
     F: FnOnce(Accepted) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     match CORES.get() {
-        Some(cores) => cores.spawn(tracker, tcp, serve),
+        Some(cores) => cores.spawn(tracker, tcp, kind, serve),
         None => {
             tracker.spawn(serve(Accepted::Here(tcp)));
         }
@@ -110,19 +126,20 @@ impl Cores {
                 .spawn(move || runtime.block_on(std::future::pending::<()>()))?;
             cores.push(Core {
                 handle,
-                serving: Arc::new(AtomicUsize::new(0)),
+                serving: [Arc::default(), Arc::default()],
             });
         }
         Ok(Cores(cores))
     }
 
-    /// Runs `serve` on `tcp` on the thread serving the fewest connections.
-    fn spawn<F, Fut>(&self, tracker: &TaskTracker, tcp: TcpStream, serve: F)
+    /// Runs `serve` on `tcp` on the thread serving the fewest connections
+    /// of its kind.
+    fn spawn<F, Fut>(&self, tracker: &TaskTracker, tcp: TcpStream, kind: Kind, serve: F)
     where
         F: FnOnce(Accepted) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let core = self.least_busy();
+        let core = self.least_busy(kind);
         let socket = match tcp.into_std() {
             Ok(socket) => socket,
             Err(e) => {
@@ -135,19 +152,20 @@ impl Cores {
         // awaits (an idle connection's task is mostly this future).
         let counted = Counted {
             connection: serve(Accepted::Handed(socket)),
-            _serving: Serving::new(&core.serving),
+            _serving: Serving::new(&core.serving[kind as usize]),
         };
         tracker.spawn_on(counted, &core.handle);
     }
 
-    fn least_busy(&self) -> &Core {
-        let mut best = &self.0[0];
-        for core in &self.0[1..] {
-            if core.serving.load(Ordering::Relaxed) < best.serving.load(Ordering::Relaxed) {
-                best = core;
-            }
-        }
-        best
+    fn least_busy(&self, kind: Kind) -> &Core {
+        let load = |core: &Core| {
+            let n = |k: usize| core.serving[k].load(Ordering::Relaxed);
+            (n(kind as usize), n(0) + n(1))
+        };
+        self.0
+            .iter()
+            .min_by_key(|core| load(core))
+            .unwrap_or(&self.0[0])
     }
 }
 

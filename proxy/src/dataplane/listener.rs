@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
-use super::connection::{self, Incoming};
+use super::connection::{self, Incoming, Role};
 use super::cores;
 use super::own;
 pub(crate) use super::routes::{Route, Routes};
@@ -179,13 +179,17 @@ async fn accept_loop(
                 match current {
                     Routes::Port(r) => {
                         let connections = r.cluster.connections.clone();
-                        cores::spawn(&connections, tcp, move |accepted| {
+                        let kind = match r.role {
+                            Role::Bootstrap => cores::Kind::Bootstrap,
+                            Role::Broker(_) => cores::Kind::Broker,
+                        };
+                        cores::spawn(&connections, tcp, kind, move |accepted| {
                             connection::serve(Incoming::Tcp(accepted), peer, r.cluster, r.role)
                         });
                     }
                     Routes::Sni(_) => {
                         let (routes, unrouted) = (routes.clone(), unrouted.clone());
-                        cores::spawn(&tracker, tcp, move |accepted| {
+                        cores::spawn(&tracker, tcp, cores::Kind::Bootstrap, move |accepted| {
                             sni::serve(accepted, peer, routes, unrouted)
                         });
                     }
