@@ -176,13 +176,12 @@ fn instance(flag: Option<&str>) -> String {
 }
 
 impl RunArgs {
-    /// Starts the connection threads (`--connection-threads`); how many run.
-    pub fn start_connection_threads(&self) -> std::io::Result<usize> {
+    /// Starts the connection threads (`--connection-threads`).
+    pub fn start_connection_threads(&self) -> std::io::Result<()> {
         let threads = self.connection_threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
-        crate::dataplane::cores::start(threads)?;
-        Ok(crate::dataplane::cores::threads())
+        crate::dataplane::cores::start(threads)
     }
 
     /// What [`crate::server::run`] needs from the command line.

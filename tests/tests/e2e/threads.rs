@@ -39,7 +39,9 @@ fn spent(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, prefix: 
     after
         .iter()
         .filter(|(name, _)| name.starts_with(prefix))
-        .map(|(name, n)| n - before.get(name).copied().unwrap_or(0))
+        // A blocking-pool thread that ended between the reads takes its
+        // time with it: never below zero.
+        .map(|(name, n)| n.saturating_sub(before.get(name).copied().unwrap_or(0)))
         .sum()
 }
 
