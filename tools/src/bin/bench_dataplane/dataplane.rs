@@ -70,6 +70,9 @@ pub(crate) struct Run {
     /// CPU seconds of the broker per GB of payload: what the path costs the
     /// peer that bounds produce throughput.
     pub(crate) broker_cpu_per_gb: f64,
+    /// CPU seconds of client, broker and middle together per GB of
+    /// payload: what the whole path costs the machine.
+    pub(crate) path_cpu_per_gb: f64,
     /// CPUs kept busy by client, broker and middle together.
     cores: f64,
     /// The most RSS of the process in the middle during the run (MiB).
@@ -102,10 +105,13 @@ pub(crate) fn throughput(rig: &mut Rig, path: Path, args: &[&str], topic: &str) 
     // The proxy's CPU covers the whole run: divided by every byte it moved
     // (a consume run times all but its first batch: "moved" counts that too).
     let moved = report["moved"].as_f64().unwrap_or(number("bytes"));
+    // The client's CPU covers the timed part only: per byte timed.
+    let client = number("cpu") / (number("bytes") / 1e9);
     Run {
         mbps: number("mbps"),
         cpu_per_gb: middle / (moved / 1e9),
         broker_cpu_per_gb: used[0] / (moved / 1e9),
+        path_cpu_per_gb: client + used.iter().sum::<f64>() / (moved / 1e9),
         cores: (number("cpu") + used.iter().sum::<f64>()) / number("seconds"),
         peak_rss_mib: rig
             .middle(path)

@@ -22,6 +22,7 @@ mod broker;
 mod dataplane;
 mod filters;
 mod haproxy;
+mod hog;
 mod memory;
 mod reload;
 mod rig;
@@ -36,7 +37,7 @@ use rig::Rig;
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--hog") {
-        sweep::spin();
+        hog::spin();
     }
     let mut plan = Plan {
         reps: 7,

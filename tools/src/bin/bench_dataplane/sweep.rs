@@ -22,9 +22,9 @@
 //! against direct.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 
 use crate::dataplane::{Plan, Run, throughput};
+use crate::hog::Hog;
 use crate::rig::{Path, Rig, load};
 use sluice_tools::record::{Row, Target};
 
@@ -105,47 +105,15 @@ impl Results {
         self.0.get(&(case, what, path)).cloned().unwrap_or_default()
     }
     fn run(&mut self, case: Case, kind: &'static str, path: Path, run: &Run) {
-        let (cpu, broker) = if kind == "produce" {
-            ("produce cpu", "broker cpu, produce")
+        let (cpu, broker, whole) = if kind == "produce" {
+            ("produce cpu", "broker cpu, produce", "path cpu, produce")
         } else {
-            ("consume cpu", "broker cpu, consume")
+            ("consume cpu", "broker cpu, consume", "path cpu, consume")
         };
         self.push(case, kind, path, run.mbps);
         self.push(case, cpu, path, run.cpu_per_gb);
         self.push(case, broker, path, run.broker_cpu_per_gb);
-    }
-}
-
-/// A process that keeps one core busy until dropped (killed by its PID).
-pub(crate) struct Hog(Child);
-
-impl Hog {
-    /// This program again, spinning (`bench_dataplane --hog`).
-    fn start() -> Hog {
-        let exe = std::env::current_exe().expect("the benchmark's own path");
-        let child = Command::new(exe)
-            .arg("--hog")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the CPU hog");
-        eprintln!("sweep: hog started, PID {}", child.id());
-        Hog(child)
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// What `bench_dataplane --hog` runs: a busy loop, forever.
-pub(crate) fn spin() -> ! {
-    let mut n: u64 = 0;
-    loop {
-        n = std::hint::black_box(n.wrapping_add(1));
+        self.push(case, whole, path, run.path_cpu_per_gb);
     }
 }
 
@@ -287,44 +255,57 @@ pub(crate) fn latencies(
     })
 }
 
+/// A target against haproxy: what a row must reach, in words.
+type Goal = Option<(Target, &'static str)>;
+const AT_LEAST: Goal = Some((Target::RatioAtLeast(1.0), ">= 1.00x haproxy"));
+const AT_MOST: Goal = Some((Target::RatioAtMost(1.0), "<= 1.00x haproxy"));
+
 /// What the sweep reports per case: the results' key, how rows name it
-/// (sluice-proxy's figure), its unit.
-const MEASURES: [(&str, &str, &str); 8] = [
-    ("produce", "produce acks=1, sluice-proxy", "MB/s"),
-    ("consume", "consume, sluice-proxy", "MB/s"),
+/// (sluice-proxy's figure), its unit, the target against haproxy
+/// (p50 and the broker's and whole path's CPU have none). The path's CPU
+/// is the client's, the broker's and the proxy's together.
+const MEASURES: [(&str, &str, &str, Goal); 10] = [
+    ("produce", "produce acks=1, sluice-proxy", "MB/s", AT_LEAST),
+    ("consume", "consume, sluice-proxy", "MB/s", AT_LEAST),
     (
         "produce cpu",
         "proxy CPU per GB produced, sluice-proxy",
         CPU,
+        AT_MOST,
     ),
     (
         "consume cpu",
         "proxy CPU per GB consumed, sluice-proxy",
         CPU,
+        AT_MOST,
     ),
     (
         "broker cpu, produce",
         "broker CPU per GB produced, behind sluice-proxy",
         CPU,
+        None,
     ),
     (
         "broker cpu, consume",
         "broker CPU per GB consumed, behind sluice-proxy",
         CPU,
+        None,
     ),
-    ("p50", "latency p50, sluice-proxy", "ms"),
-    ("p99", "latency p99, sluice-proxy", "ms"),
+    (
+        "path cpu, produce",
+        "path CPU per GB produced, sluice-proxy",
+        CPU,
+        None,
+    ),
+    (
+        "path cpu, consume",
+        "path CPU per GB consumed, sluice-proxy",
+        CPU,
+        None,
+    ),
+    ("p50", "latency p50, sluice-proxy", "ms", None),
+    ("p99", "latency p99, sluice-proxy", "ms", AT_MOST),
 ];
-
-/// The target for a measure against haproxy (p50 and the broker's
-/// CPU have none).
-fn target(key: &str) -> Option<(Target, &'static str)> {
-    match key {
-        "p50" | "broker cpu, produce" | "broker cpu, consume" => None,
-        "produce" | "consume" => Some((Target::RatioAtLeast(1.0), ">= 1.00x haproxy")),
-        _ => Some((Target::RatioAtMost(1.0), "<= 1.00x haproxy")),
-    }
-}
 
 fn emit(r: &Results, plan: Plan) {
     let (d, s, h) = (Path::Direct, Path::Sluice, Path::Haproxy);
@@ -332,10 +313,10 @@ fn emit(r: &Results, plan: Plan) {
         for l in [Load::Quiet, Load::Hog] {
             let case = (size, l);
             let name = |what: &str| format!("{label} records, {}: {what}", l.name());
-            for (key, what, unit) in MEASURES {
+            for (key, what, unit, goal) in MEASURES {
                 let row = Row::new(SECTION, name(what), unit, r.get(case, key, s))
                     .baseline("haproxy", r.get(case, key, h));
-                match target(key) {
+                match goal {
                     Some((t, words)) => row.target(t, words).emit(),
                     None => row.emit(),
                 }
@@ -383,7 +364,7 @@ fn emit_pooled(r: &Results, plan: Plan) {
     let all = |key: &'static str, path: Path| -> Vec<f64> {
         cases.iter().flat_map(|&c| r.get(c, key, path)).collect()
     };
-    for (key, what, unit) in MEASURES {
+    for (key, what, unit, _) in MEASURES {
         let name = format!("all cases pooled: {what}");
         Row::new(SECTION, name, unit, all(key, Path::Sluice))
             .baseline("haproxy", all(key, Path::Haproxy))
