@@ -20,6 +20,16 @@
 //! latency clients at once. The quiet and the hog case of a size take turns
 //! at going first. Every ratio is paired per repetition, against haproxy and
 //! against direct.
+//!
+//! Each repetition runs on peers of its own: brokers, haproxy and
+//! sluice-proxy started anew, its topics written through each path, one
+//! unrecorded consume run of each size on each path. With one set of peers
+//! for the whole sweep, a cell's repetitions leaned one way together, and
+//! sweeps of one build disagreed beyond their intervals: 1 KiB quiet p50,
+//! 15 of 15 ratios above 1.00x in one sweep (median 1.11x, 1.09-1.27), 13 of
+//! 15 below in another (0.94x); what a set of processes settles into
+//! (where the scheduler puts their threads, how their heaps lie) lasted as
+//! long as they did (docs/benchmarks.md, "how far ahead a proxy can be").
 
 use std::collections::HashMap;
 
@@ -121,8 +131,8 @@ impl Results {
 type Topics = HashMap<(usize, Path), String>;
 
 /// Per record size: the topics the consume runs read (one per path, each
-/// on its own broker, a consume run's megabytes written once now), and the
-/// topics the latency runs write (one per path).
+/// on its own broker, a consume run's megabytes written once now, through
+/// the path), and the topics the latency runs write (one per path).
 fn topics(rig: &mut Rig, plan: Plan) -> (Topics, Topics) {
     let mut filled = HashMap::new();
     let mut latency_topic = HashMap::new();
@@ -151,66 +161,77 @@ fn topics(rig: &mut Rig, plan: Plan) -> (Topics, Topics) {
 
 /// Runs the sweep, `plan.reps` times, and emits the figures.
 pub(crate) fn run(rig: &mut Rig, plan: Plan) {
+    let mut r = Results::default();
+    for rep in 0..plan.reps {
+        if rep > 0 {
+            // Every repetition on peers of its own (see the module's text).
+            rig.proxy.assert_clean_logs();
+            *rig = Rig::start();
+        }
+        eprintln!("sweep: repetition {} of {}", rep + 1, plan.reps);
+        let topics = topics(rig, plan);
+        warm_up(rig, plan, &topics.0);
+        repetition(rig, plan, rep, &topics, &mut r);
+    }
+    emit(&r, plan);
+}
+
+/// The records a consume run of records of `size` bytes reads.
+fn records(plan: Plan, size: usize) -> String {
+    (u64::from(megabytes(plan, size).1) * 1024 * 1024 / size as u64).to_string()
+}
+
+/// One unrecorded consume run of each size on each path: the topics were
+/// just written through every path, so producing is warm already.
+fn warm_up(rig: &mut Rig, plan: Plan, filled: &Topics) {
+    for (size, _) in sizes(plan) {
+        let s = size.to_string();
+        for path in PATHS {
+            let args = ["consume", &records(plan, size), "--size", &s];
+            throughput(rig, path, &args, &filled[&(size, path)]);
+        }
+    }
+}
+
+/// Every case once, the paths in an order that rotates with `rep`.
+fn repetition(rig: &mut Rig, plan: Plan, rep: usize, topics: &(Topics, Topics), r: &mut Results) {
+    let (filled, latency_topic) = topics;
     // A consume run reads more than a produce run writes: it is faster,
     // and its first call's records are not timed.
     let mb = |size: usize| megabytes(plan, size).0.to_string();
     let (rate, secs) = (plan.rate.to_string(), plan.latency_secs.to_string());
-    let (filled, latency_topic) = topics(rig, plan);
-    let fill = |size: usize, p: Path| filled[&(size, p)].clone();
-    let records =
-        |size: usize| (u64::from(megabytes(plan, size).1) * 1024 * 1024 / size as u64).to_string();
-
-    eprintln!("sweep: warm-up, one unrecorded run of each case on each path");
+    let order: Vec<Path> = (0..3).map(|i| PATHS[(i + rep) % 3]).collect();
+    let loads = if rep.is_multiple_of(2) {
+        [Load::Quiet, Load::Hog]
+    } else {
+        [Load::Hog, Load::Quiet]
+    };
     for (size, _) in sizes(plan) {
         let s = size.to_string();
-        for path in PATHS {
-            produce(rig, path, &mb(size), &s);
-            throughput(
-                rig,
-                path,
-                &["consume", &records(size), "--size", &s],
-                &fill(size, path),
-            );
-        }
-    }
-
-    let mut r = Results::default();
-    for rep in 0..plan.reps {
-        eprintln!("sweep: repetition {} of {}", rep + 1, plan.reps);
-        let order: Vec<Path> = (0..3).map(|i| PATHS[(i + rep) % 3]).collect();
-        let loads = if rep % 2 == 0 {
-            [Load::Quiet, Load::Hog]
-        } else {
-            [Load::Hog, Load::Quiet]
-        };
-        for (size, _) in sizes(plan) {
-            let s = size.to_string();
-            for l in loads {
-                let case = (size, l);
-                let _hog = (l == Load::Hog).then(Hog::start);
-                for &path in &order {
-                    let run = produce(rig, path, &mb(size), &s);
-                    r.run(case, "produce", path, &run);
-                }
-                let n = records(size);
-                for &path in &order {
-                    let args = ["consume", n.as_str(), "--size", &s];
-                    let run = throughput(rig, path, &args, &fill(size, path));
-                    r.run(case, "consume", path, &run);
-                }
-                let topics: Vec<(Path, String)> = PATHS
-                    .iter()
-                    .map(|&p| (p, latency_topic[&(size, p)].clone()))
-                    .collect();
-                for (path, report) in latencies(rig, &topics, &rate, &secs, &s) {
-                    let ms = |k: &str| report[k].as_f64().unwrap_or(f64::NAN);
-                    r.push(case, "p50", path, ms("p50_ms"));
-                    r.push(case, "p99", path, ms("p99_ms"));
-                }
+        for l in loads {
+            let case = (size, l);
+            let _hog = (l == Load::Hog).then(Hog::start);
+            for &path in &order {
+                let run = produce(rig, path, &mb(size), &s);
+                r.run(case, "produce", path, &run);
+            }
+            let n = records(plan, size);
+            for &path in &order {
+                let args = ["consume", n.as_str(), "--size", &s];
+                let run = throughput(rig, path, &args, &filled[&(size, path)]);
+                r.run(case, "consume", path, &run);
+            }
+            let topics: Vec<(Path, String)> = PATHS
+                .iter()
+                .map(|&p| (p, latency_topic[&(size, p)].clone()))
+                .collect();
+            for (path, report) in latencies(rig, &topics, &rate, &secs, &s) {
+                let ms = |k: &str| report[k].as_f64().unwrap_or(f64::NAN);
+                r.push(case, "p50", path, ms("p50_ms"));
+                r.push(case, "p99", path, ms("p99_ms"));
             }
         }
     }
-    emit(&r, plan);
 }
 
 /// A produce run (acks=1) of records of `size` bytes into a new topic,
