@@ -26,7 +26,7 @@
 //! unrecorded consume run of each size on each path. With one set of peers
 //! for the whole sweep, a cell's repetitions leaned one way together, and
 //! sweeps of one build disagreed beyond their intervals: 1 KiB quiet p50,
-//! 15 of 15 ratios above 1.00x in one sweep (median 1.11x, 1.09-1.27), 13 of
+//! 15 of 15 ratios above 1.00x in one sweep (median 1.11x, 1.09-1.27), 11 of
 //! 15 below in another (0.94x); what a set of processes settles into
 //! (where the scheduler puts their threads, how their heaps lie) lasted as
 //! long as they did (docs/benchmarks.md, "how far ahead a proxy can be").
