@@ -1,19 +1,8 @@
 //! Kafka framing: any bytes, as a request stream and as a response stream.
+//! The body is `sluice_fuzz_targets::frame`, which the test suite also runs
+//! over the seeds and mutations of them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_kafka::frame::{expects_response, request_frame_len, request_header, response_correlation_id, response_frame_len};
 
-fuzz_target!(|data: &[u8]| {
-    let mut rest = data;
-    while let Ok(Some(len)) = request_frame_len(rest, 1 << 20) {
-        let frame = &rest[..len];
-        if let Ok(header) = request_header(frame) {
-            let _ = expects_response(frame, &header);
-        }
-        rest = &rest[len..];
-    }
-    if let Ok(Some(len)) = response_frame_len(data, 1 << 20) {
-        let _ = response_correlation_id(&data[..len]);
-    }
-});
+fuzz_target!(|data: &[u8]| sluice_fuzz_targets::frame::run(data));

@@ -19,7 +19,7 @@
 #[rustfmt::skip]
 mod schemas;
 
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, feature = "arbitrary"))]
 pub mod arbitrary;
 
 mod fetch;

@@ -3458,7 +3458,7 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
 }
 
 /// The layout of an API's response, when the proxy decodes it.
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, feature = "arbitrary"))]
 pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
     match api {
         ApiKey::ApiVersions => Some(&API_VERSIONS_RESPONSE),
