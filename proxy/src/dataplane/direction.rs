@@ -157,6 +157,13 @@ pub(super) enum ConnError {
     Io(std::io::Error),
     #[error("{0}")]
     Frame(#[from] FrameError),
+    #[error("{api} v{version} is not served (the versions offered are v{min} to v{max})")]
+    Unsupported {
+        api: &'static str,
+        version: i16,
+        min: i16,
+        max: i16,
+    },
     #[error("a started frame did not arrive whole within {0:?}")]
     FrameTimeout(Duration),
     #[error("{0}")]
@@ -186,7 +193,7 @@ impl ConnError {
         match self {
             ConnError::Io(_) | ConnError::ClosedMidFrame => CloseReason::Io,
             ConnError::Frame(FrameError::TooLarge { .. }) => CloseReason::TooLarge,
-            ConnError::Frame(_) => CloseReason::Malformed,
+            ConnError::Frame(_) | ConnError::Unsupported { .. } => CloseReason::Malformed,
             ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
             ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
             ConnError::Rewrite(_) => CloseReason::Rewrite,

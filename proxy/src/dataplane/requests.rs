@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
+use sluice_kafka::versions::{Served, served};
 use sluice_kafka::frame::{
     REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_client_id,
     request_frame_size, request_header,
@@ -35,6 +36,7 @@ use dispatch::Shared;
 mod police;
 mod sessions;
 use sessions::Sessions;
+mod versions;
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
 /// answers waiting for a client that does not read are bounded in bytes
@@ -94,6 +96,20 @@ where
         }
         let header = request_header(buf.unread())?;
         cluster.metrics.request(header.api_key);
+        // A version the proxy cannot judge is never forwarded.
+        if served(header.api_key, header.api_version) != Served::Yes {
+            let way = Way {
+                buf: &mut buf,
+                rd: &mut rd,
+                wr: &mut wr,
+                clock: &mut clock,
+                stop: &mut stop,
+            };
+            if Box::pin(way.unserved(header, total, &permits, &tx, cluster)).await? {
+                return Ok(());
+            }
+            continue;
+        }
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
         let way = Way {

@@ -8,6 +8,7 @@
 //! - [`roundtrip`]: real clients through the proxy, exactly once
 //! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
 //! - [`policy`]: a topic policy as librdkafka sees it
+//! - [`holes_protocol`]: a client's raw requests at the protocol's edges: versions, fetch sessions, malformed frames
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
@@ -47,6 +48,7 @@ mod faults;
 mod filters_live;
 mod fleet;
 mod gateway;
+mod holes_protocol;
 mod itself;
 mod kip951;
 mod lock;

@@ -25,8 +25,7 @@ use sluice_kafka::session::{FetchSession, fetch_session, session_reset};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Request, Way};
-use crate::dataplane::block::charged;
-use crate::dataplane::direction::{Answer, CHUNK, ConnError};
+use crate::dataplane::direction::{CHUNK, ConnError};
 use crate::dataplane::splice::Splice;
 use crate::filter::topic_policy::TopicPolicy;
 
@@ -120,19 +119,12 @@ where
     /// Answers an incremental Fetch whose session must start again with
     /// INVALID_FETCH_SESSION_EPOCH; nothing of it goes upstream. True when
     /// the generation drained before it had a slot.
-    pub(super) async fn reset_session(self, mut request: Request<'_>) -> Result<bool, ConnError> {
-        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
+    pub(super) async fn reset_session(self, request: Request<'_>) -> Result<bool, ConnError> {
         let cluster = request.cluster;
-        let Some(permit) = request.slots(1, buf, wr, stop).await? else {
-            return Ok(true);
-        };
-        drop(buf.hold(request.total, rd, wr, clock).await?);
         let answer = session_reset(&request.header)?;
         cluster.metrics.fetch_session_reset();
         tracing::debug!(cluster = %cluster.name(), "fetch session reset: the consume rules changed");
-        let charge = cluster.budget().force(answer.len());
-        request.send(Answer::Local(charged(answer, charge)), permit);
-        Ok(false)
+        self.answer(request, answer).await
     }
 }
 

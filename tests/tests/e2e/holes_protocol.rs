@@ -1,0 +1,111 @@
+//! A client's raw requests at the protocol's edges (issue 46), through the
+//! proxy to tansu: the versions offered and served, Fetch sessions across
+//! a policy change, and what a stream of malformed frames leaves in the
+//! log and the metrics.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::Decodable;
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+use sluice_tests::kafka::Conn;
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+
+/// The proxy's configuration in front of `tansu`, on ports from `base`,
+/// with `filters` (indented for the cluster) if any.
+fn config(tansu: &Tansu, base: u16, filters: &str) -> String {
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: edge\n    upstream: {{ bootstrapServers: [\"{}\"] }}\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{filters}",
+        tansu.addr,
+        base + 1
+    )
+}
+
+/// tansu and the proxy in front of it with `filters`: the bootstrap
+/// address.
+fn fronted(filters: &str) -> (Tansu, Proxy, String, u16) {
+    let tansu = Tansu::start();
+    let base = ports(2);
+    let proxy = Proxy::start(&config(&tansu, base, filters));
+    (tansu, proxy, format!("127.0.0.1:{base}"), base)
+}
+
+/// Reads one response frame (its length prefix taken off).
+fn read_frame(conn: &mut Conn) -> Bytes {
+    let mut len = [0u8; 4];
+    conn.stream.read_exact(&mut len).expect("a response");
+    let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+    conn.stream.read_exact(&mut buf).expect("a whole response");
+    Bytes::from(buf)
+}
+
+#[test]
+fn only_the_versions_the_proxy_judges_are_offered_and_served() {
+    let (_tansu, mut proxy, bootstrap, _) = fronted("");
+    let mut conn = Conn::connect(&bootstrap);
+    let offered: ApiVersionsResponse =
+        conn.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(offered.error_code, 0);
+    let range = |api: ApiKey| {
+        let k = offered.api_keys.iter().find(|k| k.api_key == api as i16);
+        k.map(|k| (k.min_version, k.max_version))
+    };
+    // Kafka 4.0's baseline (KIP-896): tansu offers from v0.
+    for (api, min) in [
+        (ApiKey::Produce, 3),
+        (ApiKey::Fetch, 4),
+        (ApiKey::ListOffsets, 1),
+        (ApiKey::OffsetFetch, 1),
+        (ApiKey::OffsetCommit, 2),
+        (ApiKey::CreateTopics, 2),
+        (ApiKey::DeleteTopics, 1),
+    ] {
+        let (got, _) = range(api).unwrap_or_else(|| panic!("{api:?} offered: {offered:?}"));
+        assert_eq!(got, min, "{api:?}: {offered:?}");
+    }
+    for k in &offered.api_keys {
+        let api = ApiKey::try_from(k.api_key).expect("a known API");
+        let served = api.valid_versions();
+        assert!(k.min_version >= served.min, "{api:?}: {k:?}");
+        assert!(k.max_version <= served.max, "{api:?}: {k:?}");
+    }
+
+    // ApiVersions at a version the proxy cannot read: UNSUPPORTED_VERSION
+    // as v0, the versions it serves, and the connection stays open.
+    let max = ApiKey::ApiVersions.valid_versions().max;
+    let mut frame = sluice_kafka::encode::request(
+        ApiKey::ApiVersions,
+        max,
+        7,
+        "sluice-test",
+        &ApiVersionsRequest::default(),
+    )
+    .unwrap()
+    .to_vec();
+    frame[6..8].copy_from_slice(&(max + 1).to_be_bytes());
+    conn.stream.write_all(&frame).unwrap();
+    let mut answer = read_frame(&mut conn);
+    assert_eq!(answer.get_i32(), 7, "its correlation id");
+    let refused = ApiVersionsResponse::decode(&mut answer, 0).unwrap();
+    assert_eq!(refused.error_code, 35, "{refused:?}");
+    assert_eq!(refused.api_keys[0].max_version, max, "{refused:?}");
+    let again: ApiVersionsResponse =
+        conn.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(again.error_code, 0);
+
+    // Fetch v3 (which the codec cannot read): the connection is closed,
+    // with one line that says why.
+    let mut frame =
+        sluice_kafka::encode::request(ApiKey::Fetch, 4, 9, "sluice-test", &FetchRequest::default())
+            .unwrap()
+            .to_vec();
+    frame[6..8].copy_from_slice(&3i16.to_be_bytes());
+    conn.stream.write_all(&frame).unwrap();
+    assert!(conn.closed_within(Duration::from_secs(10)));
+    proxy.wait_for_log("Fetch v3 is not served", Duration::from_secs(10));
+    proxy.allow("Fetch v3 is not served");
+    proxy.assert_clean_logs();
+}
