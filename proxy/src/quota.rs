@@ -6,7 +6,10 @@
 //!   cluster *name*, so usage outlives generations and filter chains: a
 //!   reload that swaps the chain in place (the quota changed or not), or
 //!   starts a new generation, goes on measuring in the same buckets.
-//! - `rate`: Kafka's quota arithmetic, pure
+//! - `pace`: the virtual clock (GCRA) that decides when a request passes
+//!   and the throttle time it is given, pure
+//! - `bucket`: a bucket's clock and rate; the two buckets of a request
+//! - `rate`: Kafka's windowed rate, pure: only the usage gauge reads it
 //! - `usage`: `sluice_quota_usage_ratio`, measured at each scrape
 //!
 //! Client ids get a bucket (and metric series) of their own up to the
@@ -26,11 +29,16 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use sluice_config::filter::{ByteRates, QuotaSpec};
+use tokio::sync::{Notify, futures::Notified};
 use tokio::time::Instant;
 
+mod bucket;
+mod pace;
 pub(crate) mod rate;
 mod usage;
 
+pub(crate) use bucket::Client;
+use bucket::{Buckets, Pair};
 use rate::Rate;
 
 /// The client id label (and bucket) of every client id past `maxClientIds`.
@@ -92,6 +100,7 @@ pub(crate) struct Quotas {
     /// By cluster name; written when a generation is prepared.
     clusters: Arc<RwLock<HashMap<String, Arc<ClusterQuota>>>>,
     throttle: Family<KindLabels, SecondsCounter>,
+    held: Family<KindLabels, SecondsCounter>,
     bytes: Family<ClientLabels, Counter>,
 }
 
@@ -100,8 +109,13 @@ impl Quotas {
     pub(crate) fn register(&self, r: &mut Registry) {
         r.register(
             "throttle_seconds",
-            "Throttle time the quota filter gave clients (kind: produce, fetch): in their responses' throttle_time_ms (Produce) and as time their connection was not read",
+            "Throttle time the quota filter gave clients (kind: produce, fetch) in their responses' throttle_time_ms",
             self.throttle.clone(),
+        );
+        r.register(
+            "quota_held_seconds",
+            "Time the quota filter held requests (kind: produce, fetch) unread before forwarding them, their bucket being over its quota",
+            self.held.clone(),
         );
         r.register(
             "quota_bytes",
@@ -124,7 +138,7 @@ impl Quotas {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let made = clusters
             .entry(name.to_owned())
-            .or_insert_with(|| Arc::new(ClusterQuota::new(name, &self.throttle, &self.bytes)));
+            .or_insert_with(|| Arc::new(ClusterQuota::new(name, self)));
         Arc::clone(made)
     }
 }
@@ -136,60 +150,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A produce and a fetch rate.
-#[derive(Debug)]
-struct Buckets {
-    produce: Rate,
-    fetch: Rate,
-}
-
-impl Buckets {
-    fn new(now: Instant) -> Self {
-        Buckets {
-            produce: Rate::new(now),
-            fetch: Rate::new(now),
-        }
-    }
-
-    fn of(&mut self, kind: Kind) -> &mut Rate {
-        match kind {
-            Kind::Produce => &mut self.produce,
-            Kind::Fetch => &mut self.fetch,
-        }
-    }
-}
-
-/// One client id's buckets (or `other`'s) and byte counters.
-#[derive(Debug)]
-pub(crate) struct Client {
-    buckets: Mutex<Buckets>,
-    produce_bytes: Counter,
-    fetch_bytes: Counter,
-}
-
-impl Client {
-    /// Buckets and series for client id label `label` of cluster `cluster`.
-    fn new(
-        cluster: &str,
-        bytes: &Family<ClientLabels, Counter>,
-        label: &str,
-        now: Instant,
-    ) -> Self {
-        let series = |kind: Kind| {
-            bytes.get_or_create_owned(&ClientLabels {
-                cluster: cluster.to_owned(),
-                client_id: label.to_owned(),
-                kind: kind.label(),
-            })
-        };
-        Client {
-            buckets: Mutex::new(Buckets::new(now)),
-            produce_bytes: series(Kind::Produce),
-            fetch_bytes: series(Kind::Fetch),
-        }
-    }
 }
 
 /// One cluster's quota usage, shared by its generations.
@@ -204,21 +164,25 @@ pub(crate) struct ClusterQuota {
     connections: Mutex<Rate>,
     /// The spec of the chain in force, for the usage gauge.
     spec: Mutex<Option<QuotaSpec>>,
-    throttle_produce: SecondsCounter,
-    throttle_fetch: SecondsCounter,
+    /// Wakes the requests held when the quota is removed: they pass.
+    removed: Notify,
+    /// Throttle time given and time held, `[produce, fetch]`.
+    throttle: [SecondsCounter; 2],
+    held: [SecondsCounter; 2],
     bytes: Family<ClientLabels, Counter>,
 }
 
 impl ClusterQuota {
-    fn new(
-        name: &str,
-        throttle: &Family<KindLabels, SecondsCounter>,
-        bytes: &Family<ClientLabels, Counter>,
-    ) -> Self {
+    fn new(name: &str, quotas: &Quotas) -> Self {
         let now = Instant::now();
-        let kind = |kind| KindLabels {
-            cluster: name.to_owned(),
-            kind,
+        let bytes = &quotas.bytes;
+        let series = |family: &Family<KindLabels, SecondsCounter>| {
+            [Kind::Produce, Kind::Fetch].map(|kind| {
+                family.get_or_create_owned(&KindLabels {
+                    cluster: name.to_owned(),
+                    kind: kind.label(),
+                })
+            })
         };
         ClusterQuota {
             name: name.to_owned(),
@@ -227,15 +191,26 @@ impl ClusterQuota {
             other: Arc::new(Client::new(name, bytes, OTHER, now)),
             connections: Mutex::new(Rate::new(now)),
             spec: Mutex::new(None),
-            throttle_produce: throttle.get_or_create_owned(&kind(Kind::Produce.label())),
-            throttle_fetch: throttle.get_or_create_owned(&kind(Kind::Fetch.label())),
+            removed: Notify::new(),
+            throttle: series(&quotas.throttle),
+            held: series(&quotas.held),
             bytes: bytes.clone(),
         }
     }
 
-    /// Puts `spec` in force for the usage gauge (`None`: no quota now).
+    /// Puts `spec` in force for the usage gauge (`None`: no quota now,
+    /// and the requests held pass at once).
     pub(crate) fn configure(&self, spec: Option<QuotaSpec>) {
+        let removed = spec.is_none();
         *lock(&self.spec) = spec;
+        if removed {
+            self.removed.notify_waiters();
+        }
+    }
+
+    /// Resolves when the quota is next removed (see [`Self::configure`]).
+    pub(crate) fn removed(&self) -> Notified<'_> {
+        self.removed.notified()
     }
 
     /// The buckets of client id `id` (`None`: a null client id): its own
@@ -265,34 +240,71 @@ impl ClusterQuota {
         made
     }
 
-    /// Counts `bytes` of `kind` for `client` at `now`; how long its
-    /// connection must wait under `spec`: the longer of the cluster's and
-    /// the client's throttle (the tighter quota wins).
-    pub(crate) fn record(
+    /// A Produce of `bytes` from `client` at `now` under `spec`: its place
+    /// reserved in the cluster's and the client's buckets, so that the next
+    /// one, on any connection, comes after it. When it may be forwarded
+    /// (the later of the two turns: the tighter quota wins) and the
+    /// throttle time its response carries.
+    pub(crate) fn reserve(
         &self,
         spec: &QuotaSpec,
         client: &Client,
-        kind: Kind,
+        bytes: u64,
+        now: Instant,
+    ) -> Turn {
+        let kind = Kind::Produce;
+        let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
+        let mut pair = pair(&mut all, &mut own, spec, kind);
+        let start = pair.turn(now);
+        let throttle = pair.charge(bytes, start, now);
+        drop((all, own));
+        self.count(client, kind, bytes, throttle);
+        self.held(kind, start - now);
+        Turn { start, throttle }
+    }
+
+    /// When a Fetch from `client` at `now` may be forwarded under `spec`:
+    /// once neither of its buckets owes more than the tolerance.
+    pub(crate) fn fetch_turn(&self, spec: &QuotaSpec, client: &Client, now: Instant) -> Instant {
+        let kind = Kind::Fetch;
+        let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
+        let at = pair(&mut all, &mut own, spec, kind).turn(now);
+        drop((all, own));
+        self.held(kind, at - now);
+        at
+    }
+
+    /// Counts a Fetch response of `bytes` to `client` at `now` (as its
+    /// head arrives); the throttle time it carries.
+    pub(crate) fn fetched(
+        &self,
+        spec: &QuotaSpec,
+        client: &Client,
         bytes: u64,
         now: Instant,
     ) -> Duration {
-        let (counter, throttle) = match kind {
-            Kind::Produce => (&client.produce_bytes, &self.throttle_produce),
-            Kind::Fetch => (&client.fetch_bytes, &self.throttle_fetch),
+        let kind = Kind::Fetch;
+        let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
+        let throttle = pair(&mut all, &mut own, spec, kind).charge(bytes, now, now);
+        drop((all, own));
+        self.count(client, kind, bytes, throttle);
+        throttle
+    }
+
+    fn count(&self, client: &Client, kind: Kind, bytes: u64, throttle: Duration) {
+        match kind {
+            Kind::Produce => client.produce_bytes.inc_by(bytes),
+            Kind::Fetch => client.fetch_bytes.inc_by(bytes),
         };
-        counter.inc_by(bytes);
-        let charge = |buckets: &Mutex<Buckets>, quota: Option<u64>| {
-            let mut buckets = lock(buckets);
-            let rate = buckets.of(kind);
-            rate.record(bytes, now);
-            quota.map_or(Duration::ZERO, |q| rate.throttle(q, now))
-        };
-        let wait = charge(&self.cluster, kind.of(&spec.cluster))
-            .max(charge(&client.buckets, kind.of(&spec.per_client_id)));
-        if !wait.is_zero() {
-            throttle.inc_by(wait.as_secs_f64());
+        if !throttle.is_zero() {
+            self.throttle[kind as usize].inc_by(throttle.as_secs_f64());
         }
-        wait
+    }
+
+    fn held(&self, kind: Kind, held: Duration) {
+        if !held.is_zero() {
+            self.held[kind as usize].inc_by(held.as_secs_f64());
+        }
     }
 
     /// Whether a new connection at `now` stays within
@@ -315,7 +327,7 @@ impl ClusterQuota {
         let spec = (*lock(&self.spec))?;
         let mut highest: Option<f64> = None;
         let mut seen = |buckets: &Mutex<Buckets>, quota: u64| {
-            let ratio = lock(buckets).of(kind).measure(now) / quota as f64;
+            let ratio = lock(buckets).of(kind).rate.measure(now) / quota as f64;
             highest = Some(highest.map_or(ratio, |h| h.max(ratio)));
         };
         if let Some(q) = kind.of(&spec.cluster) {
@@ -328,6 +340,24 @@ impl ClusterQuota {
             seen(&self.other.buckets, q);
         }
         highest
+    }
+}
+
+/// When a request passes, and the throttle time its response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Turn {
+    /// When it may be forwarded: now, or later to hold it.
+    pub(crate) start: Instant,
+    /// Until the next request conforms, counted from `start`.
+    pub(crate) throttle: Duration,
+}
+
+/// The cluster's (`all`) and a client's (`own`) buckets of `kind`, with
+/// their quotas under `spec`.
+fn pair<'a>(all: &'a mut Buckets, own: &'a mut Buckets, spec: &QuotaSpec, kind: Kind) -> Pair<'a> {
+    Pair {
+        buckets: [all.of(kind), own.of(kind)],
+        quotas: [kind.of(&spec.cluster), kind.of(&spec.per_client_id)],
     }
 }
 

@@ -48,8 +48,8 @@ where
     let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
     let mut throttle_ms = None;
     match metered {
-        Some(Metered::Fetch { spec, client, mute }) => {
-            let wait = throttle::fetched(spec, client, mute, total, cluster);
+        Some(Metered::Fetch { spec, client }) => {
+            let wait = throttle::fetched(spec, client, total, cluster);
             if !wait.is_zero() {
                 throttle::patch_fetch(wait, header, total, buf, rd, wr, &mut clock).await?;
             }

@@ -11,11 +11,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use sluice_kafka::api_name;
 use sluice_kafka::deny::deny_response;
-use sluice_kafka::versions::{Served, served};
 use sluice_kafka::frame::{
     REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_client_id,
     request_frame_size, request_header,
 };
+use sluice_kafka::versions::{Served, served};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -25,7 +25,7 @@ use super::cluster::ClusterRuntime;
 use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
 use super::inflight::Sender;
 use super::live::Filters;
-use super::metered::{Metered, Mute};
+use super::metered::Metered;
 use super::splice::Splice;
 use super::throttle;
 use crate::config::filter::QuotaSpec;
@@ -69,13 +69,10 @@ where
         tokio::time::sleep(jitter(cluster.drain_spread())).await;
     };
     tokio::pin!(stop);
-    // Made at the first request a quota mutes the connection for.
-    let mut mute: Option<Arc<Mute>> = None;
     // What the connection knows of its client's Fetch session.
     let mut sessions = Sessions::default();
     loop {
-        if buf.unread().is_empty()
-            && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop, &mute).await?
+        if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
             return Ok(());
         }
@@ -87,13 +84,6 @@ where
         let Some(total) = head.await? else {
             return Ok(());
         };
-        // A mute that began while this request's head was read (a Fetch
-        // response's): the rest waits.
-        if mute.is_some()
-            && !Box::pin(throttle::wait_muted(&mute, &mut buf, &mut wr, &mut stop)).await?
-        {
-            return Ok(());
-        }
         let header = request_header(buf.unread())?;
         cluster.metrics.request(header.api_key);
         // A version the proxy cannot judge is never forwarded.
@@ -125,23 +115,21 @@ where
             cluster,
             sessions: &mut sessions,
         };
-        let stopped = Box::pin(way.take(header, total, conn, &mut mute)).await?;
+        let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
             return Ok(());
         }
     }
 }
 
-/// Between frames with nothing read: sends what passed, waits out a
-/// quota's mute (nothing is read until the throttle time is over,
-/// KIP-219), and waits for the client holding no buffer. False when the
-/// client closed or the generation drains first.
+/// Between frames with nothing read: sends what passed, and waits for the
+/// client holding no buffer. False when the client closed or the
+/// generation drains first.
 async fn between_frames<R, W>(
     buf: &mut FrameBuf,
     rd: &mut R,
     wr: &mut W,
     stop: &mut (impl Future<Output = ()> + Unpin),
-    mute: &Option<Arc<Mute>>,
 ) -> Result<bool, ConnError>
 where
     R: AsyncRead + Splice + Unpin,
@@ -149,10 +137,6 @@ where
 {
     buf.flush(wr).await?;
     buf.release_if_empty();
-    // Boxed, like each frame's way: held only while muted.
-    if mute.is_some() && !Box::pin(throttle::wait_muted(mute, buf, wr, stop)).await? {
-        return Ok(false);
-    }
     // In this order (not at random: that costs a random number per
     // select): a drain stops the connection even while its client keeps
     // sending.
@@ -282,17 +266,18 @@ where
     W: AsyncWrite + Splice + Unpin,
     S: Future<Output = ()> + Unpin,
 {
-    /// Counts a Produce or Fetch against the quota `spec` by its client id
+    /// Meters a Produce or Fetch against the quota `spec` by its client id
     /// (read on until it is in the buffer: it nearly always is, it follows
-    /// the head); what its response needs.
+    /// the head), and holds it, the rest unread, until its turn. What its
+    /// response needs; `None` when the generation drained while it was
+    /// held.
     async fn meter(
         &mut self,
         spec: &QuotaSpec,
         cluster: &ClusterRuntime,
         header: &RequestHeader,
         total: usize,
-        mute: &mut Option<Arc<Mute>>,
-    ) -> Result<Option<Box<Metered>>, ConnError> {
+    ) -> Result<Option<Option<Box<Metered>>>, ConnError> {
         let (buf, rd, wr, clock) = (
             &mut *self.buf,
             &mut *self.rd,
@@ -305,14 +290,9 @@ where
             }
         }
         let id = request_client_id(buf.unread()).flatten();
-        Ok(throttle::meter(
-            spec,
-            cluster,
-            header,
-            total,
-            id.as_deref(),
-            mute,
-        ))
+        let (until, metered) = throttle::meter(spec, cluster, header, total, id.as_deref());
+        let passed = throttle::hold(until, cluster, buf, wr, &mut *self.stop).await?;
+        Ok(passed.then_some(metered))
     }
 
     /// Sends a request on upstream, streamed, after queuing its slot when it

@@ -154,7 +154,8 @@ fn closed(queue: &VecDeque<Slot>) -> ConnError {
 /// Passes on the response to a request the quota metered: a throttled
 /// Produce's with its throttle time; a Fetch's counted by its size as its
 /// head arrives, its `throttle_time_ms` raised in place to the throttle
-/// time it earned (the connection muted that long), then relayed as usual.
+/// time it earned (the next Fetch held until it conforms), then relayed
+/// as usual.
 async fn relay_metered<R, W>(
     metered: &Metered,
     header: &RequestHeader,
@@ -172,10 +173,10 @@ where
         Metered::Produce { throttle_ms } => {
             throttle::relay_produce(*throttle_ms, header, max, buf, rd, wr, cluster).await
         }
-        Metered::Fetch { spec, client, mute } => {
+        Metered::Fetch { spec, client } => {
             let mut clock = FrameClock::unlimited();
             let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
-            let wait = throttle::fetched(spec, client, mute, total, cluster);
+            let wait = throttle::fetched(spec, client, total, cluster);
             if !wait.is_zero() {
                 throttle::patch_fetch(wait, header, total, buf, rd, wr, &mut clock).await?;
             }

@@ -1,16 +1,17 @@
-//! The quota filter on a connection, the way brokers enforce quotas
-//! (KIP-219). Bytes are counted as they pass: a Produce request's frame
-//! on the request side, a Fetch response's frame (its size is in its head)
-//! on the response side. Over a quota, the response goes out at once
-//! (a Produce response carrying `throttle_time_ms`), and the connection's
-//! request side stops reading for the throttle time: nothing of the client
-//! is read or buffered meanwhile, its own TCP window holds it back.
+//! The quota filter on a connection: a limit the proxy enforces. A
+//! Produce's frame is counted (its place reserved in its buckets) when its
+//! head is read, and the request is held, the rest of it and the
+//! connection unread, until its turn: its client's and its cluster's
+//! buckets shared by every connection, nothing more is buffered, and the
+//! client's own TCP window holds it back. A Fetch is held until its
+//! buckets conform, and its response is counted as its head arrives.
+//! Responses carry `throttle_time_ms`, the time until the client's next
+//! request conforms (KIP-219), so clients that honour it are never held.
 //!
 //! A Fetch response's `throttle_time_ms` is raised in place as its head
 //! arrives ([`patch_fetch`]), whether it passes as it came or split by a
 //! topic policy (`merged`): the longer of the broker's and the quota's.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,9 +26,9 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{ConnError, FrameClock};
 use super::held::{held_whole, response_head, write_transformed};
-use super::metered::{Metered, Mute};
+use super::metered::Metered;
 use super::splice::Splice;
-use crate::quota::{Client, Kind};
+use crate::quota::Client;
 
 /// Kafka's Produce key.
 const PRODUCE: i16 = 0;
@@ -39,54 +40,56 @@ pub(super) fn counts(header: &RequestHeader) -> bool {
     header.api_key == PRODUCE || header.api_key == FETCH
 }
 
-/// Counts a request of `total` bytes from `client_id` against `spec`;
-/// mutes the connection when a Produce goes over it. What its response
-/// needs (`None`: nothing).
+/// Meters a request of `total` bytes from `client_id` against `spec`: a
+/// Produce is counted (its place reserved), a Fetch's turn looked up.
+/// When it may be forwarded, and what its response needs (`None`:
+/// nothing).
 pub(super) fn meter(
     spec: &QuotaSpec,
     cluster: &ClusterRuntime,
     header: &RequestHeader,
     total: usize,
     client_id: Option<&str>,
-    mute: &mut Option<Arc<Mute>>,
-) -> Option<Box<Metered>> {
+) -> (Instant, Option<Box<Metered>>) {
     let client = cluster.quota.client(client_id, spec.max_client_ids);
-    if header.api_key == FETCH {
-        let mute = Arc::clone(mute.get_or_insert_with(Arc::default));
-        return Some(Box::new(Metered::Fetch {
-            spec: *spec,
-            client,
-            mute,
-        }));
-    }
     let now = Instant::now();
-    let wait = cluster
-        .quota
-        .record(spec, &client, Kind::Produce, total as u64, now);
-    if wait.is_zero() {
-        return None;
+    if header.api_key == FETCH {
+        let at = cluster.quota.fetch_turn(spec, &client, now);
+        let spec = *spec;
+        return (at, Some(Box::new(Metered::Fetch { spec, client })));
     }
-    mute.get_or_insert_with(Arc::default).extend(now + wait);
-    let throttle_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-    Some(Box::new(Metered::Produce { throttle_ms }))
+    let turn = cluster.quota.reserve(spec, &client, total as u64, now);
+    if turn.throttle.is_zero() {
+        return (turn.start, None);
+    }
+    let throttle_ms = i32::try_from(turn.throttle.as_millis()).unwrap_or(i32::MAX);
+    (turn.start, Some(Box::new(Metered::Produce { throttle_ms })))
 }
 
-/// Waits out the connection's mute, if any, with what passed written
-/// first; false when `stop` (the drain) comes first.
-pub(super) async fn wait_muted<W: AsyncWrite + Unpin>(
-    mute: &Option<Arc<Mute>>,
+/// Holds a request whose head is read until `until`, what passed before it
+/// written first; false when `stop` (the drain) comes first. A quota
+/// removed meanwhile lets it pass at once.
+pub(super) async fn hold<W: AsyncWrite + Unpin>(
+    until: Instant,
+    cluster: &ClusterRuntime,
     buf: &mut FrameBuf,
     wr: &mut W,
     stop: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<bool, ConnError> {
-    let Some(until) = mute.as_ref().and_then(|m| m.until(Instant::now())) else {
+    if until <= Instant::now() {
         return Ok(true);
-    };
+    }
     buf.flush(wr).await?;
-    buf.release_if_empty();
+    let removed = cluster.quota.removed();
+    tokio::pin!(removed);
+    removed.as_mut().enable();
+    if cluster.filters().quota.is_none() {
+        return Ok(true);
+    }
     tokio::select! {
         () = stop => Ok(false),
         () = tokio::time::sleep_until(until) => Ok(true),
+        () = removed => Ok(true),
     }
 }
 
@@ -121,29 +124,23 @@ where
 }
 
 /// A Fetch response of `total` bytes is passed on: counted against the
-/// client's quota, and the connection muted for the throttle time it
-/// earned, which is returned.
+/// client's quota; the throttle time it carries, until the client's next
+/// Fetch conforms.
 pub(super) fn fetched(
     spec: &QuotaSpec,
     client: &Client,
-    mute: &Mute,
     total: usize,
     cluster: &ClusterRuntime,
 ) -> Duration {
-    let now = Instant::now();
-    let wait = cluster
+    cluster
         .quota
-        .record(spec, client, Kind::Fetch, total as u64, now);
-    if wait > Duration::ZERO {
-        mute.extend(Instant::now() + wait);
-    }
-    wait
+        .fetched(spec, client, total as u64, Instant::now())
 }
 
 /// An answer the proxy made itself to a metered request, as a broker's
 /// would be: a throttled Produce's carries its throttle time; a Fetch's
-/// counts against the client's quota (muting the connection when it goes
-/// over) and carries the throttle time it earned.
+/// counts against the client's quota and carries the throttle time it
+/// earned.
 pub(super) fn local_answer(
     metered: &Metered,
     header: &RequestHeader,
@@ -152,8 +149,8 @@ pub(super) fn local_answer(
 ) -> Bytes {
     let patched = match metered {
         Metered::Produce { throttle_ms } => produce_throttled(&answer, header, *throttle_ms).ok(),
-        Metered::Fetch { spec, client, mute } => {
-            let wait = fetched(spec, client, mute, answer.len(), cluster);
+        Metered::Fetch { spec, client } => {
+            let wait = fetched(spec, client, answer.len(), cluster);
             let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
             (ms > 0).then(|| fetch_throttled(&answer, header.api_version, ms))
         }
@@ -170,7 +167,8 @@ pub(super) fn local_answer(
 
 /// The most a Fetch response's head is read to find its throttle time (the
 /// header's tagged fields are empty in practice): past it, or at v0 (no
-/// such field), the response passes as it came, the mute still applies.
+/// such field), the response passes as it came; the next Fetch is held all
+/// the same.
 const FETCH_HEAD_MAX: usize = 64;
 
 /// Raises the `throttle_time_ms` of the Fetch response whose head is in

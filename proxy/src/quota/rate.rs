@@ -1,8 +1,8 @@
-//! Kafka's quota arithmetic, pure: a byte rate measured over several sample
-//! windows (Kafka's `SampledStat` and `Rate`), and the throttle time that
-//! brings an observed rate back under its quota
-//! (`(observed - quota) / quota × window`, as `QuotaUtils.throttleTime`).
-//! No I/O and no clock: every call is handed `now`.
+//! Kafka's windowed rate, pure: a byte rate measured over several sample
+//! windows (Kafka's `SampledStat` and `Rate`). It decides nothing: the
+//! usage gauge reads it, and `connectionsPerSecond` is judged by it (`pace`
+//! decides holding and throttle times). No I/O and no clock: every call is
+//! handed `now`.
 
 use std::time::Duration;
 
@@ -12,10 +12,6 @@ use tokio::time::Instant;
 pub(crate) const SAMPLES: usize = 11;
 /// Length of one sample window (Kafka's `quota.window.size.seconds`).
 pub(crate) const WINDOW: Duration = Duration::from_secs(1);
-/// Longest throttle given at once: a client muted longer than this could
-/// time out requests it already sent; a rate still over its quota after
-/// it is throttled again at its next request.
-pub(crate) const MAX_THROTTLE: Duration = Duration::from_secs(5);
 
 /// One sample window: when it started and what it counted.
 #[derive(Debug, Clone, Copy)]
@@ -80,21 +76,6 @@ impl Rate {
     pub(crate) fn measure_with(&mut self, extra: u64, now: Instant) -> f64 {
         let rate = self.measure(now);
         rate + extra as f64 / self.span(now).as_secs_f64()
-    }
-
-    /// How long this rate must count nothing to fall back to `quota`
-    /// (bytes per second) at `now`: zero when it is not over it, at most
-    /// [`MAX_THROTTLE`].
-    pub(crate) fn throttle(&mut self, quota: u64, now: Instant) -> Duration {
-        let observed = self.measure(now);
-        let quota = quota as f64;
-        if quota <= 0.0 || observed <= quota {
-            return Duration::ZERO;
-        }
-        // Whole milliseconds, as `throttle_time_ms` carries it.
-        let ms = ((observed - quota) / quota * self.span(now).as_secs_f64() * 1000.0).round();
-        let cap = MAX_THROTTLE.as_millis() as f64;
-        Duration::from_millis(ms.min(cap) as u64)
     }
 
     /// Forgets windows older than the whole span: their bytes no longer
@@ -187,54 +168,5 @@ mod tests {
 
     fn steady(count: u64, bytes: u64, every_ms: u64) -> Vec<(u64, u64)> {
         (0..count).map(|i| (i * every_ms, bytes)).collect()
-    }
-
-    #[test]
-    fn throttle_time_is_what_brings_the_rate_back_under_the_quota() {
-        // (records, at ms, quota B/s, expected throttle ms)
-        let table: &[(Records<'_>, u64, u64, u64)] = &[
-            // Under or at the quota: no throttle.
-            (&[(0, 5_000)], 0, 1_000, 0),
-            (&[(0, 10_000)], 0, 1_000, 0),
-            // 11 kB over 10 s is 1.1 kB/s against 1 kB/s: (1.1 - 1) / 1 × 10 s.
-            (&[(0, 11_000)], 0, 1_000, 1_000),
-            // 15 kB: 5 s, the cap.
-            (&[(0, 15_000)], 0, 1_000, 5_000),
-            // Far over: still the cap.
-            (&[(0, 1_000_000)], 0, 1_000, 5_000),
-            // Spread over 10.5 s: 12.6 kB is 1.2 kB/s; (0.2) × 10.5 s.
-            (&[(0, 6_300), (10_500, 6_300)], 10_500, 1_000, 2_100),
-        ];
-        for (i, (records, at, quota, expected)) in table.iter().enumerate() {
-            let (mut rate, now) = rate_after(records, *at);
-            let got = rate.throttle(*quota, now).as_millis() as u64;
-            assert!(
-                got.abs_diff(*expected) <= 1,
-                "row {i}: throttle {got} ms, expected {expected} ms"
-            );
-        }
-    }
-
-    #[test]
-    fn a_producer_held_to_its_throttles_settles_at_the_quota() {
-        // A client that sends 100 kB whenever it is not throttled, against
-        // 20 kB/s: past its first burst (Kafka lets ten windows' worth
-        // through at once), it averages the quota within 10% over a minute.
-        let t0 = Instant::now();
-        let mut rate = Rate::new(t0);
-        let (mut now, mut sent) = (t0, 0u64);
-        let settled = t0 + Duration::from_secs(20);
-        while now < settled + Duration::from_secs(60) {
-            rate.record(100_000, now);
-            if now >= settled {
-                sent += 100_000;
-            }
-            now += rate.throttle(20_000, now).max(ms(10));
-        }
-        let per_second = sent as f64 / now.duration_since(settled).as_secs_f64();
-        assert!(
-            (per_second - 20_000.0).abs() < 2_000.0,
-            "settled at {per_second} B/s"
-        );
     }
 }

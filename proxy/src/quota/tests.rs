@@ -18,23 +18,39 @@ fn produce(bytes: u64) -> ByteRates {
     }
 }
 
+fn fetch(bytes: u64) -> ByteRates {
+    ByteRates {
+        produce: None,
+        fetch: NonZeroU64::new(bytes),
+    }
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// A Produce of `bytes` from `c` at `now`: when it starts (ms after
+/// `now`) and its throttle time (ms).
+fn produce_at(q: &ClusterQuota, s: &QuotaSpec, c: &Client, bytes: u64, now: Instant) -> (u64, u64) {
+    let turn = q.reserve(s, c, bytes, now);
+    let start = turn.start.duration_since(now).as_millis() as u64;
+    (start, turn.throttle.as_millis() as u64)
+}
+
 #[test]
 fn the_tighter_of_the_cluster_and_the_client_quota_wins() {
-    // (cluster quota, per-client quota, bytes, expected throttle ms):
-    // 11 kB over Kafka's 10 s is 1.1 kB/s.
+    // (cluster quota, per-client quota, expected (start, throttle) ms of
+    // two Produces of 3 kB at once): the first passes (a second of
+    // tolerance), the second waits for the bucket to owe a second again.
     let table = [
-        (None, None, 11_000, 0),
-        (Some(1_000), None, 11_000, 1_000),
-        (None, Some(1_000), 11_000, 1_000),
-        (Some(1_000), Some(550), 11_000, 5_000),
-        (Some(550), Some(1_000), 11_000, 5_000),
-        (Some(2_000), Some(2_000), 11_000, 0),
+        (None, None, [(0, 0), (0, 0)]),
+        (Some(1_000), None, [(0, 2_000), (2_000, 3_000)]),
+        (None, Some(1_000), [(0, 2_000), (2_000, 3_000)]),
+        (Some(1_000), Some(500), [(0, 5_000), (5_000, 6_000)]),
+        (Some(500), Some(1_000), [(0, 5_000), (5_000, 6_000)]),
+        (Some(3_000), Some(3_000), [(0, 0), (0, 1_000)]),
     ];
-    for (i, (cluster, client, bytes, expected)) in table.into_iter().enumerate() {
+    for (i, (cluster, client, expected)) in table.into_iter().enumerate() {
         let quotas = Quotas::default();
         let q = quotas.cluster("orders");
         let s = spec(
@@ -43,8 +59,9 @@ fn the_tighter_of_the_cluster_and_the_client_quota_wins() {
             10,
         );
         let c = q.client(Some("app"), s.max_client_ids);
-        let got = q.record(&s, &c, Kind::Produce, bytes, Instant::now());
-        assert_eq!(got.as_millis() as u64, expected, "row {i}");
+        let now = Instant::now();
+        let got = [(); 2].map(|()| produce_at(&q, &s, &c, 3_000, now));
+        assert_eq!(got, expected, "row {i}");
     }
 }
 
@@ -53,12 +70,61 @@ fn a_per_client_quota_leaves_other_client_ids_alone() {
     let quotas = Quotas::default();
     let q = quotas.cluster("orders");
     let s = spec(ByteRates::default(), produce(1_000), 10);
-    let now = Instant::now();
     let (a, b) = (q.client(Some("a"), 10), q.client(Some("b"), 10));
-    assert!(q.record(&s, &a, Kind::Produce, 50_000, now) > Duration::ZERO);
-    assert_eq!(q.record(&s, &b, Kind::Produce, 5_000, now), Duration::ZERO);
-    // Fetch is measured apart from produce.
-    assert_eq!(q.record(&s, &a, Kind::Fetch, 50_000, now), Duration::ZERO);
+    let now = Instant::now();
+    assert_eq!(produce_at(&q, &s, &a, 50_000, now), (0, 49_000));
+    assert_eq!(produce_at(&q, &s, &b, 500, now), (0, 0));
+    // Fetch is paced apart from produce (and has no quota here).
+    assert_eq!(q.fetch_turn(&s, &a, now), now);
+}
+
+#[test]
+fn connections_of_one_client_id_queue_in_its_bucket() {
+    // Every request of a client id, whatever connection it comes on,
+    // takes its turn after the last one's: reconnecting buys nothing.
+    let quotas = Quotas::default();
+    let q = quotas.cluster("orders");
+    let s = spec(produce(4_000), ByteRates::default(), 10);
+    let now = Instant::now();
+    let starts: Vec<u64> = (0..6)
+        .map(|i| {
+            let c = q.client(Some(&format!("conn-{i}")), 10);
+            produce_at(&q, &s, &c, 2_000, now).0
+        })
+        .collect();
+    assert_eq!(starts, [0, 0, 0, 500, 1_000, 1_500]);
+    let text = metrics(&quotas);
+    let held = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("quota_held_seconds_total{cluster=\"orders\",kind=\"produce\"} ")
+        })
+        .and_then(|v| v.parse::<f64>().ok());
+    assert_eq!(held, Some(3.0), "{text}");
+}
+
+fn metrics(quotas: &Quotas) -> String {
+    let mut r = Registry::default();
+    quotas.register(&mut r);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    text
+}
+
+#[test]
+fn a_fetch_waits_while_its_bucket_owes_and_its_response_is_counted() {
+    let quotas = Quotas::default();
+    let q = quotas.cluster("orders");
+    let s = spec(ByteRates::default(), fetch(1_000), 10);
+    let c = q.client(Some("app"), 10);
+    let now = Instant::now();
+    assert_eq!(q.fetch_turn(&s, &c, now), now);
+    // A response of 3.5 kB: 2.5 s until the next Fetch conforms.
+    assert_eq!(q.fetched(&s, &c, 3_500, now), ms(2_500));
+    assert_eq!(q.fetch_turn(&s, &c, now + ms(1_000)), now + ms(2_500));
+    // Another client id is not held.
+    let other = q.client(Some("other-app"), 10);
+    assert_eq!(q.fetch_turn(&s, &other, now), now);
 }
 
 #[test]
@@ -69,18 +135,15 @@ fn client_ids_past_the_cap_share_other_in_buckets_and_labels() {
     let now = Instant::now();
     for id in ["a", "b", "c", "d"] {
         let c = q.client(Some(id), s.max_client_ids);
-        q.record(&s, &c, Kind::Produce, 6_000, now);
+        q.reserve(&s, &c, 6_000, now);
     }
-    // c and d together: 12 kB over 10 s in one bucket.
+    // c and d together: 12 kB in one bucket, so the next waits 11 s.
     let late = q.client(Some("e"), s.max_client_ids);
     assert!(Arc::ptr_eq(&late, &q.other));
-    assert_eq!(q.record(&s, &late, Kind::Produce, 0, now), ms(2_000));
+    assert_eq!(produce_at(&q, &s, &late, 0, now).0, 11_000);
     // A known id keeps its own bucket.
     assert!(!Arc::ptr_eq(&q.client(Some("a"), 2), &q.other));
-    let mut r = Registry::default();
-    quotas.register(&mut r);
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    let text = metrics(&quotas);
     let series = |id: &str| {
         format!("quota_bytes_total{{cluster=\"orders\",client_id=\"{id}\",kind=\"produce\"}}")
     };
@@ -99,10 +162,10 @@ fn usage_survives_a_second_generation_of_the_cluster() {
     let now = Instant::now();
     let first = quotas.cluster("orders");
     let c = first.client(Some("app"), 10);
-    first.record(&s, &c, Kind::Produce, 11_000, now);
+    first.reserve(&s, &c, 11_000, now);
     let second = quotas.cluster("orders");
     let c = second.client(Some("app"), 10);
-    assert_eq!(second.record(&s, &c, Kind::Produce, 0, now), ms(1_000));
+    assert_eq!(produce_at(&second, &s, &c, 0, now).0, 10_000);
 }
 
 #[test]
@@ -128,7 +191,7 @@ fn the_usage_gauge_is_the_highest_ratio_and_falls_when_traffic_stops() {
     assert_eq!(q.usage(Kind::Produce, now), None);
     q.configure(Some(s));
     let c = q.client(Some("app"), 10);
-    q.record(&s, &c, Kind::Produce, 5_000, now);
+    q.reserve(&s, &c, 5_000, now);
     // The client's 0.5 kB/s over its 1 kB/s beats the cluster's 0.25.
     assert_eq!(q.usage(Kind::Produce, now), Some(0.5));
     assert_eq!(q.usage(Kind::Fetch, now), None);

@@ -22,6 +22,7 @@
 //! - [`splice`]: records moved socket to socket (`--splice always`) or copied (by default, for peers on this host)
 //! - [`threads`]: client connections on the connection threads (`--connection-threads`), or on the main runtime with none
 //! - [`quota`]: a producer over its quota held to it, another unaffected
+//! - [`holes_quota`]: clients that ignore throttling held to their quota by the proxy
 //! - [`filters_live`]: a policy and a quota changed together under steady traffic, in place
 //! - [`process`]: startup policies, signals, `--persist`
 //! - [`admin_limits`]: the admin API under hostile callers
@@ -49,6 +50,7 @@ mod filters_live;
 mod fleet;
 mod gateway;
 mod holes_protocol;
+mod holes_quota;
 mod itself;
 mod kip951;
 mod lock;

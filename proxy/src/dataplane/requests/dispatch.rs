@@ -14,7 +14,6 @@ use tokio::sync::Semaphore;
 use super::super::cluster::ClusterRuntime;
 use super::super::direction::{ConnError, Slot};
 use super::super::inflight::Sender;
-use super::super::metered::Mute;
 use super::super::splice::Splice;
 use super::super::throttle;
 use super::sessions::{FETCH, Sessions};
@@ -43,14 +42,17 @@ where
         header: RequestHeader,
         total: usize,
         conn: Shared<'_>,
-        mute: &mut Option<Arc<Mute>>,
     ) -> Result<bool, ConnError> {
         let cluster = conn.cluster;
         let chain = cluster.filters();
         let verdict = decide(&chain, &header);
         let metered = match chain.quota {
             Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
-                Box::pin(self.meter(&spec, cluster, &header, total, mute)).await?
+                // Held until its turn: `None` when the drain came first.
+                match Box::pin(self.meter(&spec, cluster, &header, total)).await? {
+                    Some(metered) => metered,
+                    None => return Ok(true),
+                }
             }
             _ => None,
         };
