@@ -10,32 +10,42 @@
 //!   a Fetch's response is not held for it: the denied topics' entries are
 //!   put first in its topics as it streams ([`Prepended`]).
 //!
-//! Requests that list every topic by naming none (Metadata, OffsetFetch)
-//! go on as they came, and their responses leave out what `keep` refuses.
-//! Topics named by id only (Fetch and Produce v13 on) are judged by the
-//! name a Metadata response taught ([`TopicIds`]); an id not learned yet gets
-//! UNKNOWN_TOPIC_ID (the client refreshes its metadata), never forwarded;
-//! Metadata's topics named by id go on, and its response, which names
-//! them, refuses those denied (TOPIC_AUTHORIZATION_FAILED, no name).
-//! APIs that name topics in ways the proxy cannot judge (share fetches,
-//! brokers' APIs) are never split: any denied topic refuses the whole
-//! request.
+//! Whatever the request said, a response that lists topics (every policed
+//! API's but Produce's and Fetch's, which stream) is judged by what it
+//! lists: it keeps only the topics the client may see and, when the
+//! request named topics, only those it named ([`Listing`]); the broker's
+//! reading of a request is never trusted (tansu answers a Metadata naming
+//! no topic with every topic). Requests that list every topic by naming
+//! none (Metadata, OffsetFetch, DescribeTopicPartitions) go on as they
+//! came. Topics named by id only (Fetch, Produce v13, DeleteTopics v6) are
+//! judged by the name a Metadata response taught ([`TopicIds`]); an id not
+//! learned yet gets UNKNOWN_TOPIC_ID (the client refreshes its metadata),
+//! never forwarded; an entry naming a topic by name and by id at once gets
+//! INVALID_REQUEST, never forwarded (the proxy would judge the name, the
+//! broker act on the id); Metadata's topics named by id go on, and its
+//! response, which names them, refuses those denied
+//! (TOPIC_AUTHORIZATION_FAILED, no name). APIs that name topics in ways
+//! the proxy cannot judge (share fetches, brokers' APIs) are never split:
+//! any denied topic refuses the whole request.
 
 use std::borrow::Cow;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader as KHeader, ResponseHeader};
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader as KHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-use super::codec::{decode, encode, with_header};
 use super::frame::{FrameError, RequestHeader};
 use super::wire::Checked;
 
 mod apis;
+mod brokers;
+mod delete_topics;
 mod fetch;
 mod fetch_head;
 mod ids;
+mod judge;
 mod listed;
+mod listing;
 mod merge;
 mod prepend;
 mod produce;
@@ -43,7 +53,9 @@ mod produce;
 pub use apis::{Handling, handling, policed};
 pub use fetch_head::{FetchHead, TopicRef, fetch_head};
 pub use ids::{MAX_TOPIC_IDS, TopicIds, UNKNOWN_TOPIC_ID, Uuid};
-use merge::Denied;
+use judge::Request;
+use judge::judge;
+use listing::{Asked, Shown};
 pub use merge::Merge;
 pub use prepend::{Prepended, TopicsCount};
 pub use produce::{ProduceHead, produce_head};
@@ -51,6 +63,14 @@ pub use produce::{ProduceHead, produce_head};
 /// Kafka's TOPIC_AUTHORIZATION_FAILED: what a broker answers for a topic
 /// its ACLs refuse; clients report it per topic and do not retry.
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+
+/// Kafka's UNKNOWN_SERVER_ERROR: what the proxy answers for the topics
+/// it forwarded when the upstream's answer cannot be judged.
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+
+/// Kafka's INVALID_REQUEST: what a broker answers for an entry naming a
+/// topic both by name and by id.
+pub const INVALID_REQUEST: i16 = 42;
 
 /// What becomes of one request.
 #[derive(Debug)]
@@ -79,8 +99,8 @@ pub enum Policed {
 
 /// A request message that names topics, and how to refuse them.
 trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
-    /// Its response.
-    type Response: Checked + Encodable + Default;
+    /// Its response, and what of it a client may see.
+    type Response: Checked + Encodable + Default + Shown;
     /// Whether a request may be split (its response held and merged).
     const SPLIT: bool = true;
     /// How it is policed (for the docs' table).
@@ -94,6 +114,18 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     /// yet (answered UNKNOWN_TOPIC_ID).
     fn resolved(&self, _ids: &TopicIds) -> Vec<Option<Cow<'_, str>>> {
         self.names().into_iter().map(|n| Some(n.into())).collect()
+    }
+    /// Per topic, as in [`Topics::names`]: whether it is named both by
+    /// name and by id (answered INVALID_REQUEST, never forwarded: the
+    /// broker may act on either).
+    fn invalid(&self) -> Vec<bool> {
+        Vec::new()
+    }
+    /// The topics its response may list: those it names (by name, and by
+    /// id where it names them so), or every topic (`None`) when it
+    /// [lists all](Topics::lists_all).
+    fn asked(&self, version: i16) -> Option<Asked> {
+        (!self.lists_all(version)).then(|| Asked::new(self.names(), []))
     }
     /// Whether it names every topic without listing them (null lists,
     /// topics by id only): refused whole unless the operation is allowed
@@ -111,17 +143,22 @@ trait Topics: Checked + Encodable + Clone + Send + Sync + 'static {
     fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, others: bool);
     /// Adds an entry with `code` to `into` for each topic of `self`.
     fn refuse(&self, into: &mut Self::Response, code: i16);
+    /// Like [`Topics::refuse`], and sets the response's own error to
+    /// `code` where it has one for a request naming no topics (a list of
+    /// all of them).
+    fn fail(&self, into: &mut Self::Response, code: i16) {
+        self.refuse(into, code);
+    }
     /// Whether the proxy answers it itself when every topic is denied
     /// (Metadata is forwarded naming none: its answer needs the brokers).
     fn answered_whole(&self, _version: i16) -> bool {
         true
     }
-    /// Whether it asks for every topic (the response is filtered).
+    /// Whether it asks for every topic (its response keeps every topic
+    /// the client may see).
     fn lists_all(&self, _version: i16) -> bool {
         false
     }
-    /// Leaves out of the response what `keep` refuses (when it lists all).
-    fn hide(_response: &mut Self::Response, _keep: &mut dyn FnMut(&str) -> bool) {}
     /// Per topic, as in [`Topics::names`]: whether it is named by an id
     /// only that its response names (Metadata): it goes on, and is judged
     /// in the response ([`Topics::refuse_named`]), never answered
@@ -158,13 +195,24 @@ fn refuse_all<T: Topics>(into: &mut T::Response, denied: &T, unknown: Option<&T>
     }
 }
 
-/// One topic's fate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    Allowed,
-    Denied,
-    /// Named by an id the proxy has not learned.
-    Unknown,
+/// The refused parts of a request, each refused with its own error.
+struct Refused<T> {
+    /// The topics the policy denies: TOPIC_AUTHORIZATION_FAILED.
+    denied: T,
+    /// The topics named by ids not learned yet: UNKNOWN_TOPIC_ID.
+    unknown: Option<T>,
+    /// The entries naming a topic by name and by id: INVALID_REQUEST.
+    invalid: Option<T>,
+}
+
+impl<T: Topics> Refused<T> {
+    /// Adds every refused topic's error to `into`.
+    fn refuse(&self, into: &mut T::Response) {
+        refuse_all(into, &self.denied, self.unknown.as_ref());
+        if let Some(invalid) = &self.invalid {
+            invalid.refuse(into, INVALID_REQUEST);
+        }
+    }
 }
 
 /// Applies `keep` (true: allowed) to every topic of `frame`, a request
@@ -192,144 +240,6 @@ pub fn police(
         ids,
     };
     apis::dispatch(&at, &mut buf, version, keep).map_err(fail)
-}
-
-/// [`Request::judge`], as a plain function (one per API in a table).
-fn judge<T: Topics>(
-    at: &Request<'_>,
-    body: &mut Bytes,
-    version: i16,
-    keep: &mut dyn FnMut(&str) -> bool,
-) -> Result<Policed, String> {
-    at.judge::<T>(body, version, keep)
-}
-
-/// The request being policed.
-struct Request<'a> {
-    frame: &'a Bytes,
-    body_at: usize,
-    api: ApiKey,
-    correlation_id: i32,
-    ids: &'a TopicIds,
-}
-
-impl Request<'_> {
-    /// Judges a decoded request of type `T`.
-    fn judge<T: Topics>(
-        &self,
-        body: &mut Bytes,
-        version: i16,
-        keep: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<Policed, String> {
-        let request: T = decode(body, version)?;
-        if request.names_every_topic() {
-            return Ok(Policed::Answer {
-                frame: self.answer(&request, None, version)?,
-                denied: 1,
-            });
-        }
-        let later = request.judged_in_response();
-        let verdicts: Vec<Verdict> = request
-            .resolved(self.ids)
-            .into_iter()
-            .enumerate()
-            .map(|(i, name)| match name {
-                _ if later.get(i) == Some(&true) => Verdict::Allowed,
-                None => Verdict::Unknown,
-                Some(name) if keep(&name) => Verdict::Allowed,
-                Some(_) => Verdict::Denied,
-            })
-            .collect();
-        let count = |v: Verdict| verdicts.iter().filter(|k| **k == v).count();
-        let (denied, unknown) = (count(Verdict::Denied), count(Verdict::Unknown));
-        let refused = denied + unknown;
-        let (hide, by_id) = (request.lists_all(version), later.contains(&true));
-        if refused == 0 && !hide && !by_id {
-            return Ok(Policed::Forward);
-        }
-        let part = |wanted: Verdict| {
-            let mut verdict = verdicts.iter();
-            let mut part = request.clone();
-            let others = wanted == Verdict::Allowed;
-            part.retain(&mut |_| verdict.next() == Some(&wanted), others);
-            part
-        };
-        let unknowns = (unknown > 0).then(|| part(Verdict::Unknown));
-        if refused > 0 && !T::SPLIT {
-            let frame = self.answer(&request, None, version)?;
-            return Ok(Policed::Answer { frame, denied });
-        }
-        let every = refused == verdicts.len() && !hide && !request.names_others();
-        if every && request.answered_whole(version) {
-            let frame = self.answer(&part(Verdict::Denied), unknowns.as_ref(), version)?;
-            return Ok(Policed::Answer { frame, denied });
-        }
-        let forwarded = match refused {
-            0 => None,
-            _ => Some(self.reframe(&part(Verdict::Allowed), version)?),
-        };
-        let refusal = Denied {
-            request: part(Verdict::Denied),
-            unknown: unknowns,
-            hide,
-            by_id,
-        };
-        Ok(Policed::Split {
-            request: forwarded,
-            merge: self.merge(refusal, refused > 0, version)?,
-            denied,
-        })
-    }
-
-    /// What the response to a split request is merged with: `refusal`,
-    /// its entries encoded now when they go first in the streamed response
-    /// (only when some topics are `refused`).
-    fn merge<T: Topics>(
-        &self,
-        refusal: Denied<T>,
-        refused: bool,
-        version: i16,
-    ) -> Result<Merge, String> {
-        let prepended = if refused {
-            T::prepended(&refusal.request, refusal.unknown.as_ref(), version)?
-        } else {
-            None
-        };
-        Ok(Merge {
-            api: self.api,
-            version,
-            refusal: Box::new(refusal),
-            prepended,
-        })
-    }
-
-    /// The proxy's answer refusing every topic of `denied` (and of
-    /// `unknown`, with UNKNOWN_TOPIC_ID).
-    fn answer<T: Topics>(
-        &self,
-        denied: &T,
-        unknown: Option<&T>,
-        version: i16,
-    ) -> Result<Bytes, String> {
-        let mut response = T::Response::default();
-        refuse_all(&mut response, denied, unknown);
-        let body = encode(&response, version)?;
-        let mut header = ResponseHeader::default();
-        header.correlation_id = self.correlation_id;
-        with_header(&header, self.api.response_header_version(version), &body)
-    }
-
-    /// The request's own header bytes, then `body` encoded.
-    fn reframe<T: Topics>(&self, body: &T, version: i16) -> Result<Bytes, String> {
-        let head = &self.frame[4..self.body_at];
-        let size = body.compute_size(version).map_err(|e| e.to_string())?;
-        let total = i32::try_from(head.len() + size).map_err(|_| "request too large".to_owned())?;
-        let mut out = BytesMut::with_capacity(4 + head.len() + size);
-        out.put_i32(total);
-        out.put_slice(head);
-        body.encode(&mut out, version).map_err(|e| e.to_string())?;
-        Ok(out.freeze())
-    }
 }
 
 fn bad(api: ApiKey, version: i16, reason: String) -> FrameError {

@@ -97,17 +97,9 @@ macro_rules! by_partition {
         $topics:ident[$name:ident].$parts:ident[|$p:ident| $idx:expr],
         $rtopics:ident: $rtopic:ty [$rname:ident].$rparts:ident: $rpart:ty [$ridx:ident, $rerr:ident]
         $(, id: $tid:ident => $rtid:ident)?
-        $(, every: |$s:ident| $every:expr)?
     ) => {
         impl Topics for $req {
             type Response = $resp;
-            $(
-                /// Batched (v4, brokers' verification): refused whole.
-                fn names_every_topic(&self) -> bool {
-                    let $s = self;
-                    $every
-                }
-            )?
             fn names(&self) -> Vec<&str> {
                 self.$topics.iter().map(|t| t.$name.as_str()).collect()
             }
@@ -222,44 +214,6 @@ by_topic!(CreateTopicsRequest => CreateTopicsResponse, topics[name],
     |o| { o.num_partitions = -1; o.replication_factor = -1; });
 by_topic!(CreatePartitionsRequest => CreatePartitionsResponse, topics[name],
     results: create_partitions_response::CreatePartitionsTopicResult[name = std::convert::identity, error_code]);
-by_topic!(DescribeTopicPartitionsRequest => DescribeTopicPartitionsResponse, topics[name],
-    topics: describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic[name = Some, error_code]);
-by_partition!(AddPartitionsToTxnRequest => AddPartitionsToTxnResponse,
-    v3_and_below_topics[name].partitions[|p| *p],
-    results_by_topic_v3_and_below: add_partitions_to_txn_response::AddPartitionsToTxnTopicResult[name]
-        .results_by_partition: add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult[partition_index, partition_error_code],
-    every: |r| !r.transactions.is_empty());
-
-impl Topics for DeleteTopicsRequest {
-    type Response = DeleteTopicsResponse;
-    fn names(&self) -> Vec<&str> {
-        let named = self.topic_names.iter().map(|n| n.as_str());
-        let states = self
-            .topics
-            .iter()
-            .map(|t| t.name.as_ref().map_or("", |n| n.as_str()));
-        named.chain(states).collect()
-    }
-    fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
-        self.topic_names.retain(|n| keep(n.as_str()));
-        self.topics
-            .retain(|t| keep(t.name.as_ref().map_or("", |n| n.as_str())));
-    }
-    fn refuse(&self, into: &mut DeleteTopicsResponse, code: i16) {
-        let named = self
-            .topic_names
-            .iter()
-            .map(|n| (Some(n.clone()), Default::default()));
-        let states = self.topics.iter().map(|t| (t.name.clone(), t.topic_id));
-        for (name, topic_id) in named.chain(states) {
-            let mut out = delete_topics_response::DeletableTopicResult::default();
-            out.name = name;
-            out.topic_id = topic_id;
-            out.error_code = code;
-            into.responses.push(out);
-        }
-    }
-}
 
 /// The configs APIs: only their TOPIC resources are policed; the others
 /// stay in the forwarded part.
@@ -337,8 +291,6 @@ whole!(ElectLeadersRequest => ElectLeadersResponse, |r, code| r.error_code = cod
 whole!(ListPartitionReassignmentsRequest => ListPartitionReassignmentsResponse,
     |r, code| r.error_code = code);
 whole!(DescribeLogDirsRequest => DescribeLogDirsResponse, |r, code| r.error_code = code);
-whole!(AlterReplicaLogDirsRequest => AlterReplicaLogDirsResponse, |r, code| ());
-whole!(WriteTxnMarkersRequest => WriteTxnMarkersResponse, |r, code| ());
 whole!(ShareFetchRequest => ShareFetchResponse, |r, code| r.error_code = code);
 whole!(ShareAcknowledgeRequest => ShareAcknowledgeResponse, |r, code| r.error_code = code);
 whole!(DescribeShareGroupOffsetsRequest => DescribeShareGroupOffsetsResponse, |r, code| ());

@@ -1,20 +1,27 @@
 //! The APIs that ask for every topic by naming none: Metadata (topics
-//! null, or empty in v0) and OffsetFetch (a group's topics null). Named
-//! topics are judged like any others; a list of all of them leaves out,
-//! in the response, the topics the client may not describe. Metadata's
-//! topics named by id only go on, judged by the names its response gives
-//! them: a denied one is answered as a broker's ACLs answer it
-//! (TOPIC_AUTHORIZATION_FAILED, its id and no name).
+//! null, or empty in v0), OffsetFetch (a group's topics null) and
+//! DescribeTopicPartitions (topics empty). Named topics are judged like
+//! any others; a list of all of them leaves out, in the response, the
+//! topics the client may not describe. Metadata's topics named by id only
+//! go on, judged by the names its response gives them: a denied one is
+//! answered as a broker's ACLs answer it (TOPIC_AUTHORIZATION_FAILED, its
+//! id and no name); one named by name and by id at once is refused
+//! (INVALID_REQUEST).
 
 use kafka_protocol::messages::*;
 
-use super::{Handling, TOPIC_AUTHORIZATION_FAILED, Topics};
+use super::{Asked, Handling, TOPIC_AUTHORIZATION_FAILED, Topics};
 
 /// The first Metadata version whose response names may be null.
 const NULL_NAMES: i16 = 12;
 
 fn name_of(name: &Option<TopicName>) -> &str {
     name.as_ref().map_or("", |n| n.as_str())
+}
+
+/// Whether a Metadata topic is named by id only.
+fn by_id(t: &metadata_request::MetadataRequestTopic) -> bool {
+    name_of(&t.name).is_empty() && !t.topic_id.is_nil()
 }
 
 impl Topics for MetadataRequest {
@@ -52,15 +59,20 @@ impl Topics for MetadataRequest {
             Some(topics) => version == 0 && topics.is_empty(),
         }
     }
-    fn hide(response: &mut MetadataResponse, keep: &mut dyn FnMut(&str) -> bool) {
-        response.topics.retain(|t| keep(name_of(&t.name)));
+    /// Named and by id: the broker may answer for the id (v12 on).
+    fn invalid(&self) -> Vec<bool> {
+        let topics = self.topics.iter().flatten();
+        topics
+            .map(|t| !name_of(&t.name).is_empty() && !t.topic_id.is_nil())
+            .collect()
+    }
+    fn asked(&self, version: i16) -> Option<Asked> {
+        let ids = self.topics.iter().flatten().filter(|t| by_id(t));
+        let ids = ids.map(|t| t.topic_id);
+        (!self.lists_all(version)).then(|| Asked::new(self.names(), ids))
     }
     fn judged_in_response(&self) -> Vec<bool> {
-        self.topics
-            .iter()
-            .flatten()
-            .map(|t| t.name.as_ref().is_none_or(|n| n.is_empty()) && !t.topic_id.is_nil())
-            .collect()
+        self.topics.iter().flatten().map(by_id).collect()
     }
     /// Every named topic of the response is judged (those the request
     /// named were allowed already): a denied one keeps only its id, or is
@@ -102,15 +114,19 @@ impl Topics for OffsetFetchRequest {
             .map(|t| t.name.as_str());
         single.chain(groups).collect()
     }
+    /// A group whose named topics are all left out is left out too (an
+    /// empty list could be read as every topic).
     fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
         if let Some(topics) = &mut self.topics {
             topics.retain(|t| keep(t.name.as_str()));
         }
-        for g in &mut self.groups {
-            if let Some(topics) = &mut g.topics {
+        self.groups.retain_mut(|g| match &mut g.topics {
+            Some(topics) if !topics.is_empty() => {
                 topics.retain(|t| keep(t.name.as_str()));
+                !topics.is_empty()
             }
-        }
+            _ => true,
+        });
     }
     fn refuse(&self, into: &mut OffsetFetchResponse, code: i16) {
         for t in self.topics.iter().flatten() {
@@ -150,14 +166,49 @@ impl Topics for OffsetFetchRequest {
             }
         }
     }
-    fn lists_all(&self, _version: i16) -> bool {
-        self.topics.is_none() || self.groups.iter().any(|g| g.topics.is_none())
-    }
-    fn hide(response: &mut OffsetFetchResponse, keep: &mut dyn FnMut(&str) -> bool) {
-        response.topics.retain(|t| keep(t.name.as_str()));
-        for g in &mut response.groups {
-            g.topics.retain(|t| keep(t.name.as_str()));
+    /// The top-level error (v2 to v7), and each group's asking for every
+    /// topic (v8 on).
+    fn fail(&self, into: &mut OffsetFetchResponse, code: i16) {
+        self.refuse(into, code);
+        into.error_code = code;
+        for g in self.groups.iter().filter(|g| g.topics.is_none()) {
+            let mut group = offset_fetch_response::OffsetFetchResponseGroup::default();
+            group.group_id = g.group_id.clone();
+            group.error_code = code;
+            into.groups.push(group);
         }
+    }
+    /// Topics null (v2 to v7: every topic of the group), or a group's
+    /// topics null (v8 on).
+    fn lists_all(&self, version: i16) -> bool {
+        match version {
+            ..8 => self.topics.is_none(),
+            _ => self.groups.iter().any(|g| g.topics.is_none()),
+        }
+    }
+}
+
+impl Topics for DescribeTopicPartitionsRequest {
+    type Response = DescribeTopicPartitionsResponse;
+    const HANDLING: Handling = Handling::Listed;
+    fn names(&self) -> Vec<&str> {
+        self.topics.iter().map(|t| t.name.as_str()).collect()
+    }
+    fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
+        self.topics.retain(|t| keep(t.name.as_str()));
+    }
+    fn refuse(&self, into: &mut DescribeTopicPartitionsResponse, code: i16) {
+        for t in &self.topics {
+            let mut out =
+                describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::default();
+            out.name = Some(t.name.clone());
+            out.error_code = code;
+            into.topics.push(out);
+        }
+    }
+    /// Kafka reads no topics as every topic.
+    fn lists_all(&self, _version: i16) -> bool {
+        self.topics.is_empty()
     }
 }
 

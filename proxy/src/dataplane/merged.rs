@@ -6,9 +6,10 @@
 //! API's response (no records: small) is held whole (bounded by
 //! `maxFrameBytes` and the buffer budget like any held frame), rewritten
 //! like any other when it carries broker addresses, merged with the denied
-//! topics' errors and written. A quota's throttle time goes in either way,
-//! unless the broker's own is longer. Kept apart from the relay of every
-//! other response, which this does not change.
+//! topics' errors and written; one that cannot be read is never passed on
+//! unjudged: the proxy answers with an error instead. A quota's throttle
+//! time goes in either way, unless the broker's own is longer. Kept apart
+//! from the relay of every other response, which this does not change.
 
 use sluice_kafka::frame::RequestHeader;
 use sluice_kafka::policy::Prepended;
@@ -71,10 +72,19 @@ where
         frame.clone()
     };
     let (policy, op, client) = (&merged.policy, merged.op, merged.client.as_str());
-    let mut out = merged
+    let judged = merged
         .merge
-        .apply(&upstream, &mut |topic| policy.allows(op, topic, client))?;
+        .apply(&upstream, &mut |topic| policy.allows(op, topic, client));
     drop((frame, upstream));
+    // An answer the policy cannot judge is never passed on: the proxy
+    // answers with an error instead, and the connection stays open.
+    let mut out = match judged {
+        Ok(out) => out,
+        Err(error) => {
+            tracing::warn!(cluster = %cluster.name(), %error, "upstream answer not judged: refused");
+            merged.merge.refused()?
+        }
+    };
     if let Some(ms) = throttle_ms {
         out = produce_throttled(&out, header, ms)?;
     }

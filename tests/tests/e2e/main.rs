@@ -8,6 +8,7 @@
 //! - [`roundtrip`]: real clients through the proxy, exactly once
 //! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
 //! - [`policy`]: a topic policy as librdkafka sees it
+//! - [`holes_policy`]: a hostile client's raw requests against a topic policy
 //! - [`holes_protocol`]: a client's raw requests at the protocol's edges: versions, fetch sessions, malformed frames
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
@@ -49,6 +50,7 @@ mod faults;
 mod filters_live;
 mod fleet;
 mod gateway;
+mod holes_policy;
 mod holes_protocol;
 mod holes_quota;
 mod itself;
