@@ -7,7 +7,10 @@
 //! 2. one connection sending frames of six seconds of its quota each: no
 //!    throttle cap lets a frame through early;
 //! 3. sixteen client ids at once, each against its per-client quota, half
-//!    of them on a new connection for every Produce, half on one.
+//!    of them on a new connection for every Produce, half on one;
+//! 4. a consumer opening a new connection for every Fetch against a fetch
+//!    quota (its rate: the Fetch responses' frames it read, as the quota
+//!    counts them).
 //!
 //! The measure: each client notes when each Produce of its was acknowledged
 //! by the broker (error code 0: the broker accepted the bytes) and the
@@ -27,7 +30,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, ProduceResponse, ResponseHeader, TopicName,
+    ApiKey, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, ResponseHeader,
+    TopicName, fetch_request,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -40,6 +44,8 @@ use sluice_tests::peers::Tansu;
 
 /// The cluster quota of `flood` (case 1).
 const CLUSTER_QUOTA: f64 = 256.0 * 1024.0;
+/// The fetch quota of `drink` (case 4).
+const FETCH_QUOTA: f64 = 256.0 * 1024.0;
 /// The per-client quota of `fair` (cases 2 and 3).
 const CLIENT_QUOTA: f64 = 64.0 * 1024.0;
 /// Ignored by the clients: measured from the first acknowledgement after it.
@@ -140,6 +146,53 @@ fn client(
     acks
 }
 
+/// A Fetch v12 of `topic`'s partition 0 from offset 0, up to 64 KiB.
+fn fetch_frame(topic: &'static str, id: i32) -> Bytes {
+    let mut partition = fetch_request::FetchPartition::default();
+    partition.partition_max_bytes = 64 * 1024;
+    let mut t = fetch_request::FetchTopic::default();
+    t.topic = TopicName(StrBytes::from_static_str(topic));
+    t.partitions = vec![partition];
+    let mut request = FetchRequest::default();
+    request.max_wait_ms = 100;
+    request.max_bytes = 64 * 1024;
+    request.session_epoch = -1;
+    request.topics = vec![t];
+    sluice_kafka::encode::request(ApiKey::Fetch, 12, id, "drinker", &request).expect("encode")
+}
+
+/// Fetches from `addr` on a new connection each time until `until`: when
+/// each response was read, and its frame's size.
+fn fetcher(addr: String, until: Instant) -> Acks {
+    let mut acks = Acks::new();
+    for id in 1.. {
+        if Instant::now() >= until {
+            break;
+        }
+        let mut stream = connect(&addr);
+        stream
+            .write_all(&fetch_frame("fetched", id))
+            .expect("send a Fetch");
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).expect("read an answer's size");
+        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+        stream.read_exact(&mut body).expect("read an answer");
+        let size = 4 + body.len();
+        let mut body = Bytes::from(body);
+        let version = ApiKey::Fetch.response_header_version(12);
+        ResponseHeader::decode(&mut body, version).expect("a response header");
+        let r = FetchResponse::decode(&mut body, 12).expect("a Fetch response");
+        let partition = &r.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 0, "a Fetch failed");
+        assert!(
+            partition.records.as_ref().is_some_and(|r| !r.is_empty()),
+            "no records"
+        );
+        acks.push((Instant::now(), size));
+    }
+    acks
+}
+
 /// Bytes per second acknowledged after `from` (see the module's measure),
 /// and over how long. With a single acknowledgement after `from`, its
 /// bytes over the time since `from`.
@@ -191,29 +244,43 @@ fn assert_all_within(rates: &[(String, (f64, Duration))]) {
     }
 }
 
-#[test]
-fn clients_that_ignore_throttling_are_held_to_their_quota_by_the_proxy() {
+/// Tansu with the topics, and the proxy in front with the three clusters
+/// (`flood`, `fair`, `drink`): their bootstrap addresses.
+fn start() -> (Tansu, Proxy, [String; 3]) {
     let tansu = Tansu::start();
     tansu.create_topic("quota", 1);
-    let (flood, fair) = (ports(2), ports(2));
-    let filter =
-        |config: String| format!("    filters:\n      - type: quota\n        config: {config}\n");
-    let flood_filter = filter(format!(
-        "{{ produceBytesPerSecond: {} }}",
-        CLUSTER_QUOTA as u64
-    ));
-    let fair_filter = filter(format!(
-        "{{ perClientId: {{ produceBytesPerSecond: {} }} }}",
-        CLIENT_QUOTA as u64
-    ));
-    let proxy = Proxy::start(&with_drain(
-        "1s",
-        &[
-            tansu_cluster("flood", &tansu.addr, flood, &flood_filter),
-            tansu_cluster("fair", &tansu.addr, fair, &fair_filter),
-        ],
-    ));
-    let (flood, fair) = (format!("127.0.0.1:{flood}"), format!("127.0.0.1:{fair}"));
+    tansu.create_topic("fetched", 1);
+    // What case 4 fetches, written to the broker directly.
+    let mut direct = connect(&tansu.addr);
+    for id in 1..=4 {
+        let frame = produce_frame("filler", "fetched", 64 * 1024, id);
+        assert!(produce(&mut direct, &frame));
+    }
+    let ports = [ports(2), ports(2), ports(2)];
+    let filter = |config: String| {
+        format!("    filters:\n      - type: quota\n        config: {{ {config} }}\n")
+    };
+    let filters = [
+        format!("produceBytesPerSecond: {}", CLUSTER_QUOTA as u64),
+        format!(
+            "perClientId: {{ produceBytesPerSecond: {} }}",
+            CLIENT_QUOTA as u64
+        ),
+        format!("fetchBytesPerSecond: {}", FETCH_QUOTA as u64),
+    ];
+    let clusters: Vec<String> = ["flood", "fair", "drink"]
+        .iter()
+        .zip(ports)
+        .zip(filters)
+        .map(|((name, port), f)| tansu_cluster(name, &tansu.addr, port, &filter(f)))
+        .collect();
+    let proxy = Proxy::start(&with_drain("1s", &clusters));
+    (tansu, proxy, ports.map(|p| format!("127.0.0.1:{p}")))
+}
+
+#[test]
+fn clients_that_ignore_throttling_are_held_to_their_quota_by_the_proxy() {
+    let (_tansu, proxy, [flood, fair, drink]) = start();
     let started = Instant::now();
     let (from, until) = (started + WARM_UP, started + RUN);
     let spawn = |addr: &str, id: &'static str, value: usize, reconnect: bool, frames: usize| {
@@ -238,6 +305,8 @@ fn clients_that_ignore_throttling_are_held_to_their_quota_by_the_proxy() {
             spawn(&fair, id, 32 * 1024, i % 2 == 0, usize::MAX)
         })
         .collect();
+    // 4: a new connection for every Fetch.
+    let drinker = thread::spawn(move || fetcher(drink, until));
     let reconnecting = merged(
         reconnecting
             .into_iter()
@@ -246,10 +315,13 @@ fn clients_that_ignore_throttling_are_held_to_their_quota_by_the_proxy() {
     );
     let many: Vec<Acks> = many.into_iter().map(|t| t.join().unwrap()).collect();
     let big = big.join().unwrap();
+    let drinker = drinker.join().unwrap();
     let mut rates = vec![(
         "a client reconnecting for every Produce".to_owned(),
         measured("reconnecting", &reconnecting, from, CLUSTER_QUOTA),
     )];
+    let what = "a consumer reconnecting for every Fetch".to_owned();
+    rates.push((what, measured("drinker", &drinker, from, FETCH_QUOTA)));
     let what = "frames of six seconds of quota".to_owned();
     rates.push((what, measured("big", &big, from, CLIENT_QUOTA)));
     for (i, acks) in many.iter().enumerate() {
@@ -264,5 +336,11 @@ fn clients_that_ignore_throttling_are_held_to_their_quota_by_the_proxy() {
     };
     assert!(held("flood") > 1.0, "held {} s", held("flood"));
     assert!(held("fair") > 1.0, "held {} s", held("fair"));
+    let fetch_held = "sluice_quota_held_seconds_total{cluster=\"drink\",kind=\"fetch\"}";
+    assert!(
+        proxy.metric(fetch_held) > 1.0,
+        "held {} s",
+        proxy.metric(fetch_held)
+    );
     proxy.assert_clean_logs();
 }
