@@ -155,6 +155,11 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
         &format_duration(old.limits.frame_timeout),
         &format_duration(new.limits.frame_timeout),
     );
+    // Who clients are is decided at each handshake: new rules apply to the
+    // next one, in place like the TLS material they read.
+    if old.authentication != new.authentication {
+        r.0.push("authentication changed".to_owned());
+    }
     // The filter chain is swapped in place too: requests take the new one
     // from the next on.
     if old.filters != new.filters {

@@ -36,6 +36,7 @@ mod claims;
 pub mod diff;
 pub mod files;
 pub mod filter;
+pub mod identity;
 mod listeners;
 pub mod model;
 pub mod policy;

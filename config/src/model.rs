@@ -127,6 +127,9 @@ pub struct VirtualCluster {
     /// How a change to this cluster is judged by what its clients see
     /// (never a reason to restart it).
     pub analysis: AnalysisSettings,
+    /// Where each connection's principal comes from; `None`: clients are
+    /// not identified (every rule keys on what they say, their client id).
+    pub authentication: Option<crate::identity::Authentication>,
 }
 
 /// The upstream Kafka cluster.

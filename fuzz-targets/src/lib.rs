@@ -18,8 +18,11 @@ pub mod review;
 pub mod rewrite;
 pub mod structured;
 
+/// A target's body.
+pub type Target = fn(&[u8]);
+
 /// Every target by the name `scripts/fuzz` and `fuzz/seeds/` use.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("config", config::run),
     ("frame", frame::run),
     ("review", review::run),

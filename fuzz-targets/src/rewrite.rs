@@ -34,13 +34,12 @@ pub fn run(data: &[u8]) {
         api_version: version,
         correlation_id: 1,
     };
-    if rewrites(api, version) {
-        if let Ok(out) = rewrite_response(&frame, &header, &to) {
-            // The output must itself be a response the proxy can read again.
-            if let Err(e) = rewrite_response(&out.frame.to_bytes(), &header, &to) {
-                panic!("the rewritten response cannot be read again: {e}");
-            }
-        }
+    // The output must itself be a response the proxy can read again.
+    if rewrites(api, version)
+        && let Ok(out) = rewrite_response(&frame, &header, &to)
+        && let Err(e) = rewrite_response(&out.frame.to_bytes(), &header, &to)
+    {
+        panic!("the rewritten response cannot be read again: {e}");
     }
     // The versions the data plane walks (a version past what the proxy can
     // read is never walked: its rewrite could not read it again).
@@ -141,9 +140,10 @@ fn prepended(frame: &Bytes, version: i16, to: &Advertised, header: &RequestHeade
     let Ok(out) = refused.insert(frame) else {
         return;
     };
-    if version >= 16 && rewrite_response(frame, header, to).is_ok() {
-        if let Err(e) = rewrite_response(&out, header, to) {
-            panic!("the response with the refused topics cannot be read: {e}");
-        }
+    if version >= 16
+        && rewrite_response(frame, header, to).is_ok()
+        && let Err(e) = rewrite_response(&out, header, to)
+    {
+        panic!("the response with the refused topics cannot be read: {e}");
     }
 }

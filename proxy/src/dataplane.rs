@@ -34,6 +34,7 @@ pub(crate) mod cores;
 mod direction;
 mod fetch;
 mod held;
+mod identity;
 mod inflight;
 mod latch;
 pub(crate) mod listener;

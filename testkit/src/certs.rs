@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
     SerialNumber,
 };
 
@@ -82,6 +82,26 @@ impl Ca {
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::HOUR;
         params.not_after = now + lifetime;
+        self.issue(params, common_name)
+    }
+
+    /// A client certificate whose subject is `CN=common_name,OU=unit,O=Sluice
+    /// tests` (RFC 4514 order), with `uris` as URI subject alternative names
+    /// (SPIFFE ids, say).
+    pub fn client(&self, common_name: &str, unit: &str, uris: &[&str]) -> Leaf {
+        let mut params = CertificateParams::default();
+        // Most general first in the certificate: O, OU, then the CN.
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "Sluice tests");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationalUnitName, unit);
+        params.subject_alt_names = uris
+            .iter()
+            .map(|u| SanType::URI((*u).try_into().expect("a URI")))
+            .collect();
         self.issue(params, common_name)
     }
 

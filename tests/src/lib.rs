@@ -11,6 +11,7 @@
 //! - [`hosts`]: a hosts file of the test's own, for the clients it starts
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
+//! - [`relay`]: a TCP relay that counts the connections made through it
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
 //! - [`fleet`]: pods in network namespaces (the rollout tests and bench)
 //! - [`prometheus`]: a real Prometheus, `promtool`, the shipped rules and dashboard
@@ -28,5 +29,6 @@ pub mod peers;
 pub mod prometheus;
 pub mod promql;
 pub mod python;
+pub mod relay;
 pub mod sasl;
 pub mod sockets;

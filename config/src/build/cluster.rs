@@ -15,9 +15,16 @@ use super::analysis::analysis;
 use super::duration;
 use super::gateway::gateway;
 use crate::filter;
+use crate::identity::authentication;
 
 const CLUSTER_KEYS: &[&str] = &[
-    "name", "upstream", "gateway", "limits", "filters", "analysis",
+    "name",
+    "upstream",
+    "gateway",
+    "limits",
+    "filters",
+    "analysis",
+    "authentication",
 ];
 const UPSTREAM_KEYS: &[&str] = &[
     "bootstrapServers",
@@ -103,6 +110,16 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
         Some(analysis) => analysis,
         None => Some(AnalysisSettings::default()),
     };
+    let client_ca = gateway
+        .as_ref()
+        .and_then(|g| g.tls.as_ref())
+        .is_some_and(|t| t.client_ca_file.is_some());
+    let authentication = f.optional(cx, "authentication", |cx, node, path| {
+        authentication(cx, node, path, client_ca)
+    });
+    if authentication.is_none() && f.has("authentication") {
+        return None;
+    }
     Some(VirtualCluster {
         name: name?,
         upstream: upstream?,
@@ -110,6 +127,7 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
         limits: limits?,
         filters: filters?,
         analysis: analysis?,
+        authentication,
     })
 }
 

@@ -219,3 +219,26 @@ fn a_change_of_filters_alone_applies_in_place() {
     assert_eq!(d.rotated.len(), 1);
     assert_eq!(d.rotated[0].reasons, ["filters changed"]);
 }
+
+#[test]
+fn a_change_of_authentication_alone_applies_in_place() {
+    let ca = sluice_testkit::certs::Ca::new("diff CA");
+    let server = ca.server("proxy", 1);
+    let files = MemoryFiles::default()
+        .with("/tls/tls.crt", server.cert.as_bytes())
+        .with("/tls/tls.key", server.key.as_bytes())
+        .with("/tls/ca.crt", ca.pem.as_bytes());
+    let tls =
+        "      tls: { certFile: /tls/tls.crt, keyFile: /tls/tls.key, clientCaFile: /tls/ca.crt }\n";
+    let with = |auth: &str| doc("", &[format!("{}{tls}{auth}", cluster("a", 19000, ""))]);
+    let old = parse(&with(""), &files);
+    let rules = "    authentication:\n      mtls: { principals: [{ from: subject, match: \"CN=(.*)\", principal: \"$1\" }] }\n";
+    let new = parse(&with(rules), &files);
+    let required = parse(&with(&format!("{rules}      required: true\n")), &files);
+    for (from, to) in [(&old, &new), (&new, &required), (&required, &old)] {
+        let d = diff(from, to);
+        assert!(d.modified.is_empty(), "{d:?}");
+        assert_eq!(d.rotated.len(), 1);
+        assert_eq!(d.rotated[0].reasons, ["authentication changed"]);
+    }
+}

@@ -153,6 +153,15 @@ impl ClusterRuntime {
             .clone()
     }
 
+    /// Where new connections' principals come from now.
+    pub(crate) fn authentication(&self) -> Option<Arc<crate::config::identity::Authentication>> {
+        self.tls
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .authentication
+            .clone()
+    }
+
     /// The connector new upstream connections use now.
     pub(crate) fn connector(&self) -> Option<TlsConnector> {
         self.tls

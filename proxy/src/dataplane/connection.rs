@@ -29,12 +29,14 @@ use tracing::Instrument;
 use super::cluster::ClusterRuntime;
 use super::cores::Accepted;
 use super::direction::{ConnError, MAX_IN_FLIGHT};
+use super::identity;
 use super::inflight;
 use super::requests::forward_requests;
 use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
+use crate::config::identity::Authentication;
 
 /// How long a client's TLS handshake may take (on the SNI port, the
 /// ClientHello and the rest each).
@@ -145,11 +147,13 @@ async fn run(
 ) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
+    let auth = cluster.authentication();
+    let auth = auth.as_deref();
     let client = match (incoming, cluster.acceptor()) {
         (Incoming::Tcp(accepted), Some(acceptor)) => {
             let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
-            Stream::Wrapped(handshake(Box::pin(acceptor.accept(tcp))).await?)
+            Stream::Wrapped(handshake(Box::pin(acceptor.accept(tcp)), auth).await?)
         }
         (Incoming::Tcp(accepted), None) => {
             let tcp = accepted.register()?;
@@ -159,7 +163,7 @@ async fn run(
         (Incoming::Sni(start), Some(acceptor)) => {
             let _ = start.io.set_nodelay(true);
             let config = Arc::clone(acceptor.config());
-            Stream::Wrapped(handshake(Box::pin((*start).into_stream(config))).await?)
+            Stream::Wrapped(handshake(Box::pin((*start).into_stream(config)), auth).await?)
         }
         // Validation requires TLS with SNI routing.
         (Incoming::Sni(_), None) => {
@@ -202,12 +206,20 @@ async fn run(
     }
 }
 
-/// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`].
-async fn handshake(accept: Pin<Box<Accept<TcpStream>>>) -> Result<BoxIo, ConnError> {
+/// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`], and
+/// finds its principal under `auth`: a client without one is refused here,
+/// before anything is sent upstream, when `auth` requires one.
+async fn handshake(
+    accept: Pin<Box<Accept<TcpStream>>>,
+    auth: Option<&Authentication>,
+) -> Result<BoxIo, ConnError> {
     let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
         .await
         .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
         .map_err(ConnError::Tls)?;
+    if let Some(auth) = auth {
+        identity::identify(auth, tls.get_ref().1.peer_certificates())?;
+    }
     Ok(Box::new(tls))
 }
 

@@ -13,6 +13,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::tls::{self, TlsError};
 use crate::config::filter::{FilterSpec, QuotaSpec};
+use crate::config::identity::Authentication;
 use crate::config::model::{Limits, VirtualCluster};
 use crate::config::sasl::UpstreamSasl;
 use crate::filter::topic_policy::TopicPolicy;
@@ -26,6 +27,9 @@ pub(crate) struct Tls {
     pub(super) acceptor: Option<TlsAcceptor>,
     pub(super) connector: Option<TlsConnector>,
     pub(super) sasl: Option<UpstreamSasl>,
+    /// Where each new connection's principal comes from: read at its
+    /// handshake, like the acceptor.
+    pub(super) authentication: Option<Arc<Authentication>>,
 }
 
 impl Tls {
@@ -44,6 +48,7 @@ impl Tls {
             acceptor,
             connector,
             sasl: config.upstream.sasl.clone(),
+            authentication: config.authentication.clone().map(Arc::new),
         })
     }
 }

@@ -34,6 +34,7 @@
 //!   own lookup with credentials, a broker list, or neither
 //! - [`roots`]: referenced files confined to the roots the operator sets
 //! - [`tls`]: TLS both ways with OpenSSL peers
+//! - [`identity`]: principals from client certificates, and clients without one refused
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
 //! - [`ops`]: the alert rules and dashboard, evaluated by a real Prometheus
@@ -53,6 +54,7 @@ mod gateway;
 mod holes_policy;
 mod holes_protocol;
 mod holes_quota;
+mod identity;
 mod itself;
 mod kip951;
 mod lock;

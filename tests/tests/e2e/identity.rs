@@ -1,0 +1,134 @@
+//! Principals from verified client certificates (`authentication.mtls`),
+//! with librdkafka and kafka-python: two client certificates from one CA,
+//! one mapped to a principal by its SPIFFE id, one by its subject, a third
+//! mapped by no rule. With `required: true` the third is refused after its
+//! handshake, and no connection reaches the broker for it (a relay in front
+//! of tansu counts them; the brokers are listed in `upstream.nodes`, so the
+//! proxy never connects upstream on its own).
+
+use std::time::Duration;
+
+use sluice_testkit::certs::Ca;
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::python;
+use sluice_tests::relay::CountingRelay;
+
+const RULES: &str = "    authentication:
+      mtls:
+        principals:
+          - from: uri
+            match: \"spiffe://sluice.test/ns/([a-z0-9-]+)/sa/([a-z0-9-]+)\"
+            principal: \"$1/$2\"
+          - from: subject
+            match: \"CN=([^,]+),OU=orders,.*\"
+            principal: \"$1\"
+            case: lower
+      required: true
+";
+
+#[test]
+fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("sluice identity CA");
+    ca.write(dir.path(), "ca.pem");
+    ca.server("proxy", 1)
+        .write(dir.path(), "server.crt", "server.key");
+    let clients = [
+        (
+            "writer",
+            ca.client(
+                "w-1",
+                "guests",
+                &["spiffe://sluice.test/ns/orders/sa/writer"],
+            ),
+        ),
+        ("alice", ca.client("Alice", "orders", &[])),
+        ("mallory", ca.client("mallory", "guests", &[])),
+    ];
+    for (name, leaf) in &clients {
+        leaf.write(dir.path(), &format!("{name}.crt"), &format!("{name}.key"));
+    }
+
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    let relay = CountingRelay::start(&tansu.addr);
+    let base = ports(2);
+    let config = format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: identified\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n      tls: {{ certFile: server.crt, keyFile: server.key, clientCaFile: ca.pem }}\n{RULES}",
+        base + 1,
+        relay = relay.addr,
+    );
+    let mut proxy = Proxy::start_in(dir, &config);
+    proxy.allow("client tls handshake");
+    proxy.allow("no principal");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let file = |name: &str| proxy.dir().join(name).display().to_string();
+    let probe = |who: &str, library: &str| {
+        python::run_json(
+            "tls_probe.py",
+            &[
+                &bootstrap,
+                &file("ca.pem"),
+                &file(&format!("{who}.crt")),
+                &file(&format!("{who}.key")),
+                "--library",
+                library,
+            ],
+            Duration::from_secs(60),
+        )
+    };
+
+    for library in ["librdkafka", "kafka-python"] {
+        for who in ["writer", "alice"] {
+            let seen = probe(who, library);
+            assert_eq!(seen["ok"], true, "{who} through {library}: {seen}");
+            assert!(
+                seen["topics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t == "orders"),
+                "{who} through {library}: {seen}"
+            );
+        }
+        let before = relay.accepted();
+        assert!(before > 0, "the mapped clients went through the relay");
+        let refused = probe("mallory", library);
+        assert_eq!(refused["ok"], false, "mallory through {library}: {refused}");
+        assert_eq!(
+            relay.accepted(),
+            before,
+            "a client without a principal opened a connection to the broker ({library})"
+        );
+    }
+    assert!(
+        proxy.metric(
+            "sluice_connections_closed_on_error_total{cluster=\"identified\",reason=\"tls\"}"
+        ) >= 2.0
+    );
+
+    // A rule for the guests, by reload: in place (the same generation, no
+    // drain), and mallory's next handshake maps.
+    let generation = proxy.clusters().clusters[0].generation;
+    let guests = "          - from: subject\n            match: \"CN=([^,]+),OU=guests,.*\"\n            principal: \"guest-$1\"\n";
+    let widened = config.replace(
+        "      required: true\n",
+        &format!("{guests}      required: true\n"),
+    );
+    assert_ne!(widened, config);
+    let r = proxy.reload(&widened);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(proxy.clusters().clusters[0].generation, generation);
+    let admitted = probe("mallory", "librdkafka");
+    assert_eq!(admitted["ok"], true, "mallory after the reload: {admitted}");
+    assert!(
+        proxy
+            .logs()
+            .iter()
+            .any(|l| l.contains("CN=mallory,OU=guests,O=Sluice tests")),
+        "the refusal names the certificate"
+    );
+    proxy.assert_clean_logs();
+}
