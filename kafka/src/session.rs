@@ -13,6 +13,10 @@ use kafka_protocol::messages::{ApiKey, FetchResponse};
 
 use crate::encode;
 use crate::frame::{AdvanceChecked, FrameError, RequestHeader, skip_tagged_fields};
+use crate::throttle::fetch_throttle_at;
+
+mod book;
+pub use book::SessionBook;
 
 /// Kafka's INVALID_FETCH_SESSION_EPOCH. Clients take it as "start the
 /// session again": the Java client and kafka-python close the session and
@@ -67,6 +71,19 @@ pub fn fetch_session(prefix: &[u8], version: i16) -> Option<FetchSession> {
     let id = b.try_get_i32().ok()?;
     let epoch = b.try_get_i32().ok()?;
     Some(FetchSession { id, epoch })
+}
+
+/// The session id of a Fetch response of `version` (v7 on) read from its
+/// first bytes `head` (length prefix included): `None` before v7, or
+/// until `head` holds it. 0 when the broker kept no session.
+pub fn fetch_response_session(head: &[u8], version: i16) -> Option<i32> {
+    if version < 7 {
+        return None;
+    }
+    // throttle_time_ms, error_code, session_id.
+    let at = fetch_throttle_at(head, version)? + 4 + 2;
+    let id = head.get(at..at + 4)?;
+    Some(i32::from_be_bytes([id[0], id[1], id[2], id[3]]))
 }
 
 /// The proxy's answer to an incremental Fetch of `header` (v7 or later)
@@ -136,6 +153,28 @@ mod tests {
         assert!(!FetchSession::NONE.incremental());
         assert!(FetchSession { id: 77, epoch: 1 }.incremental());
         assert!(!FetchSession { id: 77, epoch: 0 }.incremental());
+    }
+
+    #[test]
+    fn the_session_id_is_read_from_a_responses_first_bytes() {
+        for version in 7..=18 {
+            let mut r = FetchResponse::default();
+            r.session_id = 0x0102_0304;
+            let frame = encode::response(ApiKey::Fetch, version, 3, &r).unwrap();
+            let whole = (0..=frame.len())
+                .find(|n| fetch_response_session(&frame[..*n], version).is_some())
+                .unwrap();
+            // Size, correlation id, its tags (v12 on), throttle, error, id.
+            assert_eq!(
+                whole,
+                8 + usize::from(version >= 12) + 4 + 2 + 4,
+                "v{version}"
+            );
+            let got = fetch_response_session(&frame, version);
+            assert_eq!(got, Some(0x0102_0304), "v{version}");
+        }
+        let frame = encode::response(ApiKey::Fetch, 6, 3, &FetchResponse::default()).unwrap();
+        assert_eq!(fetch_response_session(&frame, 6), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::signals::Signals;
 mod families;
 mod labels;
 mod per_api;
+mod sessions;
 
 use families::Families;
 pub use labels::{
@@ -28,6 +29,7 @@ pub use labels::{
     UnroutedLabel,
 };
 use per_api::PerApi;
+pub(crate) use sessions::{FetchSessions, Judged};
 
 /// Counts connections the shared SNI port closed because no cluster has
 /// their server name.
@@ -52,6 +54,8 @@ pub struct Metrics {
     quotas: Arc<Quotas>,
     /// Each virtual cluster's topic ids to names, by cluster name.
     topic_ids: std::sync::Mutex<HashMap<String, Arc<TopicIds>>>,
+    /// Each virtual cluster's fetch sessions, by cluster name.
+    fetch_sessions: sessions::AllFetchSessions,
 }
 
 impl Default for Metrics {
@@ -78,6 +82,7 @@ impl Metrics {
             signals: Arc::new(signals),
             quotas: Arc::new(quotas),
             topic_ids: std::sync::Mutex::default(),
+            fetch_sessions: sessions::AllFetchSessions::default(),
         }
     }
 
@@ -183,6 +188,7 @@ impl Metrics {
             upstream_connect_failures: f.upstream_connect_failures.get_or_create_owned(&label),
             unknown_nodes: f.unknown_nodes.get_or_create_owned(&label),
             requests: Arc::new(PerApi::default()),
+            fetch_sessions: self.fetch_sessions.cluster(name),
         }
     }
 }
@@ -213,6 +219,8 @@ pub struct ClusterMetrics {
     pub unknown_nodes: Counter,
     /// `sluice_requests_total`'s series of this cluster, by API key.
     requests: Arc<PerApi>,
+    /// The cluster's fetch sessions, shared with its other generations.
+    pub(crate) fetch_sessions: Arc<FetchSessions>,
 }
 
 impl ClusterMetrics {

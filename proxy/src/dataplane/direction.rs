@@ -18,6 +18,7 @@ use tokio::time::{Instant, Sleep};
 use super::metered::Metered;
 pub(super) use super::split::Merged;
 use super::upstream::UpstreamError;
+use crate::metrics::Judged;
 use crate::signals::CloseReason;
 
 /// Requests that may await their response at once on one connection,
@@ -38,6 +39,9 @@ pub(super) struct Slot {
     pub(super) answer: Answer,
     /// What the quota filter needs of the response, when it counts it.
     pub(super) metered: Option<Box<Metered>>,
+    /// A full Fetch that opens a session: the consume rules it was judged
+    /// by, remembered with the session id its response gives.
+    pub(super) opens: Option<Box<Judged>>,
     pub(super) _permit: OwnedSemaphorePermit,
 }
 

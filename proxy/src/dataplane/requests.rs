@@ -30,12 +30,13 @@ use super::splice::Splice;
 use super::throttle;
 use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
+use crate::metrics::Judged;
 
 mod dispatch;
 use dispatch::Shared;
 mod police;
 mod sessions;
-use sessions::Sessions;
+pub(super) use sessions::learn_session;
 mod versions;
 
 /// Bytes of an answer the proxy makes that take one in-flight slot: its
@@ -69,8 +70,6 @@ where
         tokio::time::sleep(jitter(cluster.drain_spread())).await;
     };
     tokio::pin!(stop);
-    // What the connection knows of its client's Fetch session.
-    let mut sessions = Sessions::default();
     loop {
         if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
@@ -113,7 +112,6 @@ where
             permits: &permits,
             tx: &tx,
             cluster,
-            sessions: &mut sessions,
         };
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
@@ -196,6 +194,8 @@ struct Request<'a> {
     cluster: &'a ClusterRuntime,
     /// What the quota filter needs of the response.
     metered: Option<Box<Metered>>,
+    /// A full Fetch that opens a session: the rules it was judged by.
+    opens: Option<Box<Judged>>,
 }
 
 impl Request<'_> {
@@ -237,9 +237,12 @@ impl Request<'_> {
             }
             other => other,
         };
+        // A session is opened only by the upstream's answer.
+        let opens = self.opens.take().filter(|_| !wake);
         let slot = Slot {
             answer,
             metered,
+            opens,
             _permit: permit,
         };
         self.tx.send(slot, wake);

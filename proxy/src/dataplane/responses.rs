@@ -23,6 +23,7 @@ use super::inflight::Receiver;
 use super::merged::relay_merged;
 use super::metered::Metered;
 use super::patience::Patient;
+use super::requests::learn_session;
 use super::splice::Splice;
 use super::throttle;
 
@@ -128,11 +129,27 @@ where
         // A request a topic policy split: merged (`merged`), and metered
         // like any other.
         Answer::Merged(merged) => {
+            if let Some(rules) = front.opens.as_deref() {
+                Box::pin(learn_session(
+                    rules,
+                    &merged.header,
+                    max,
+                    buf,
+                    rd,
+                    wr,
+                    cluster,
+                ))
+                .await?;
+            }
             let metered = front.metered.as_deref();
             Box::pin(relay_merged(merged, metered, max, buf, rd, wr, cluster)).await?;
             Ok(Some(merged.header.api_key))
         }
         Answer::Upstream(header) => {
+            // A full Fetch that opened a session: its id is remembered.
+            if let Some(rules) = front.opens.as_deref() {
+                Box::pin(learn_session(rules, header, max, buf, rd, wr, cluster)).await?;
+            }
             // The quota's hook: a metered request's response is counted
             // (Fetch) or given its throttle time (Produce).
             match front.metered.as_deref() {

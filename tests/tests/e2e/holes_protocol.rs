@@ -109,3 +109,80 @@ fn only_the_versions_the_proxy_judges_are_offered_and_served() {
     proxy.allow("Fetch v3 is not served");
     proxy.assert_clean_logs();
 }
+
+const OPEN: &str = "    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - allow: [all]
+              topics: [\"open.*\"]
+            - allow: [consume, describe]
+              topics: [\"ro.*\"]
+";
+
+/// A Fetch v12 (by name) of partition 0 of each of `topics` in session
+/// `id` at `epoch`.
+fn fetch(id: i32, epoch: i32, topics: &[&str]) -> FetchRequest {
+    let mut r = FetchRequest::default();
+    r.max_wait_ms = 10;
+    r.max_bytes = 1 << 20;
+    r.session_id = id;
+    r.session_epoch = epoch;
+    for n in topics {
+        let mut p = fetch_request::FetchPartition::default();
+        p.partition_max_bytes = 1 << 20;
+        let mut t = fetch_request::FetchTopic::default();
+        t.topic = TopicName(kafka_protocol::protocol::StrBytes::from_string(
+            (*n).to_owned(),
+        ));
+        t.partitions = vec![p];
+        r.topics.push(t);
+    }
+    r
+}
+
+#[test]
+fn a_session_opened_before_a_consume_change_is_reset_on_any_connection() {
+    let (tansu, proxy, _, base) = fronted(OPEN);
+    for name in ["open.a", "ro.x"] {
+        tansu.create_topic(name, 1);
+    }
+    let broker = format!("127.0.0.1:{}", base + 1);
+    // A consumer of `open.a` opens a session (tansu keeps none: id 0).
+    let mut first = Conn::connect(&broker);
+    let opened: FetchResponse = first.call(ApiKey::Fetch, 12, &fetch(0, 0, &["open.a"]));
+    assert_eq!(opened.error_code, 0, "{opened:?}");
+
+    // `open.a` denied to consumers.
+    let denied = OPEN.replace("topics: [\"open.*\"]", "topics: [\"open.b\"]");
+    let r = proxy.reload(&config(&tansu, base, &denied));
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Another connection: a sessionless full Fetch of `ro.x` (judged by
+    // the rules in force), then an incremental Fetch continuing a session
+    // opened before the change: answered by the proxy, never forwarded.
+    let mut second = Conn::connect(&broker);
+    let sessionless: FetchResponse = second.call(ApiKey::Fetch, 12, &fetch(0, -1, &["ro.x"]));
+    assert_eq!(sessionless.error_code, 0, "{sessionless:?}");
+    let resets = "sluice_fetch_sessions_reset_total{cluster=\"edge\"}";
+    assert_eq!(proxy.metric(resets), 0.0);
+    let reset: FetchResponse = second.call(ApiKey::Fetch, 12, &fetch(4242, 1, &[]));
+    assert_eq!(reset.error_code, 71, "{reset:?}");
+    assert!(reset.responses.is_empty(), "{reset:?}");
+    assert_eq!(proxy.metric(resets), 1.0, "answered by the proxy");
+    // The client fetches in full: judged (and split) by the rules in force.
+    let full: FetchResponse = second.call(ApiKey::Fetch, 12, &fetch(4242, 0, &["open.a", "ro.x"]));
+    let mut errors: Vec<(String, i16)> = full
+        .responses
+        .iter()
+        .map(|t| (t.topic.to_string(), t.partitions[0].error_code))
+        .collect();
+    errors.sort();
+    assert_eq!(
+        errors,
+        [("open.a".to_owned(), 29), ("ro.x".to_owned(), 0)],
+        "{full:?}"
+    );
+    proxy.assert_clean_logs();
+}

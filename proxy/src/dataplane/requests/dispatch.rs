@@ -16,17 +16,16 @@ use super::super::direction::{ConnError, Slot};
 use super::super::inflight::Sender;
 use super::super::splice::Splice;
 use super::super::throttle;
-use super::sessions::{FETCH, Sessions};
+use super::sessions::{FETCH, Session, watching};
 use super::{Request, Way, decide};
 use crate::filter::Verdict;
 
 /// What every request of a connection shares: its in-flight slots, the
-/// response side's queue, the cluster, what it knows of its Fetch session.
+/// response side's queue, the cluster.
 pub(super) struct Shared<'a> {
     pub(super) permits: &'a Arc<Semaphore>,
     pub(super) tx: &'a Sender<Slot>,
     pub(super) cluster: &'a ClusterRuntime,
-    pub(super) sessions: &'a mut Sessions,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -65,9 +64,17 @@ where
         // (`sessions`); free while no policy looks at Fetch.
         let fetch = header.api_key == FETCH && verdict == Verdict::Forward;
         let policy = policed.as_ref().map(|(p, _)| p).filter(|_| fetch);
-        let reset = fetch
-            && conn.sessions.watching(policy)
-            && Box::pin(self.session_changed(&header, total, policy, conn.sessions)).await?;
+        let sessions = &cluster.metrics.fetch_sessions;
+        let session = if fetch && watching(sessions, policy) {
+            Box::pin(self.session(&header, total, policy, sessions)).await?
+        } else {
+            Session::Goes
+        };
+        let reset = matches!(session, Session::Reset);
+        let opens = match session {
+            Session::Opens(rules) => Some(Box::new(rules)),
+            Session::Goes | Session::Reset => None,
+        };
         let request = Request {
             header,
             total,
@@ -75,6 +82,7 @@ where
             tx: conn.tx,
             cluster,
             metered,
+            opens,
         };
         match verdict {
             Verdict::Forward if reset => Box::pin(self.reset_session(request)).await,

@@ -2,79 +2,123 @@
 //!
 //! A consumer in a session sends incremental Fetches naming only the
 //! partitions that changed, and the broker answers for every partition of
-//! the session: partitions the policy judged when a Fetch added them. So
-//! each connection remembers the consume rules its client's last full
-//! Fetch was judged by, and when an incremental Fetch would be judged by
-//! rules that may decide otherwise, the proxy answers it itself with
-//! INVALID_FETCH_SESSION_EPOCH: the client fetches in full again (no
+//! the session: partitions the policy judged when the full Fetch that
+//! opened it named them. So the cluster remembers, per session id (the
+//! one the full Fetch's response gave it: `FetchSessions`), the consume
+//! rules that Fetch was judged by, and an incremental Fetch whose session
+//! the cluster does not know, or knows opened under rules that may decide
+//! otherwise, is answered by the proxy with INVALID_FETCH_SESSION_EPOCH
+//! on whichever connection it comes: the client fetches in full again (no
 //! error reaches the application), naming every partition, and the rules
 //! in force judge (and split) that Fetch.
 //!
-//! What it costs: nothing while no policy looks at Fetch, before or after
-//! (one field compared per Fetch); under a policy, the session's two
-//! fields read from the first bytes of each Fetch (which the policy holds
-//! whole anyway); a chain change that leaves the consume rules as they
-//! were (another filter, rules of other operations) resets nothing.
+//! What it costs: nothing while no policy looks at Fetch and no session
+//! opened under one may continue (one atomic read per Fetch); otherwise
+//! the session's two fields read from the first bytes of each Fetch
+//! (which the policy holds whole anyway), a map look-up per incremental
+//! Fetch, and the session id read from each full Fetch's response head.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use sluice_config::policy::Operation;
 use sluice_kafka::frame::{RequestHeader, request_client_id};
-use sluice_kafka::session::{FetchSession, fetch_session, session_reset};
+use sluice_kafka::session::{FetchSession, fetch_response_session, fetch_session, session_reset};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Request, Way};
-use crate::dataplane::direction::{CHUNK, ConnError};
+use crate::dataplane::buffer::FrameBuf;
+use crate::dataplane::cluster::ClusterRuntime;
+use crate::dataplane::direction::{CHUNK, ConnError, FrameClock};
+use crate::dataplane::held::response_head;
 use crate::dataplane::splice::Splice;
 use crate::filter::topic_policy::TopicPolicy;
+use crate::metrics::{FetchSessions, Judged};
 
 /// Fetch's API key.
 pub(super) const FETCH: i16 = 1;
 
-/// What a connection knows of its client's Fetch session.
-#[derive(Debug, Default)]
-pub(super) struct Sessions {
-    /// The consume rules the last full Fetch was judged by: `None` when
-    /// every topic was allowed to the client (no policy, or one open to it
-    /// for consume). A new connection starts at `None`: a session it
-    /// continues from another one is reset under any policy.
-    judged: Option<Arc<TopicPolicy>>,
+/// What becomes of a Fetch, as far as its session goes.
+#[derive(Debug, Clone)]
+pub(super) enum Session {
+    /// Forwarded; nothing to learn from its response.
+    Goes,
+    /// Answered by the proxy: its session starts again.
+    Reset,
+    /// A full Fetch that opens a session, judged by these rules: the id
+    /// its response gives is remembered with them.
+    Opens(Judged),
 }
 
-impl Sessions {
-    /// Whether a Fetch to be judged by `now` (the policy that looks at
-    /// Fetch, if any) needs its session read at all.
-    pub(super) fn watching(&self, now: Option<&Arc<TopicPolicy>>) -> bool {
-        self.judged.is_some() || now.is_some()
-    }
+/// Whether a Fetch to be judged by `now` (the policy that looks at Fetch,
+/// if any) needs its session read at all.
+pub(super) fn watching(sessions: &FetchSessions, now: Option<&Arc<TopicPolicy>>) -> bool {
+    now.is_some() || sessions.policed()
+}
 
-    /// Takes a Fetch of `session` judged by `now` (the consume rules for
-    /// this client, `None` when it may consume every topic); `session`
-    /// unknown (unreadable) counts as incremental. True when the proxy
-    /// must answer it with the session error.
-    pub(super) fn on_fetch(
-        &mut self,
-        session: Option<FetchSession>,
-        now: Option<Arc<TopicPolicy>>,
-    ) -> bool {
-        if !session.is_none_or(FetchSession::incremental) {
-            // A full Fetch names every partition: `now` judges them all.
-            self.judged = now;
-            return false;
-        }
-        let same = match (&self.judged, &now) {
-            (None, None) => true,
-            (Some(was), Some(is)) => Arc::ptr_eq(was, is) || was.same_for(is, Operation::Consume),
-            _ => false,
+/// Takes a Fetch of `session` judged by `now` (the consume rules for this
+/// client, `None` when it may consume every topic); `session` unknown
+/// (unreadable) counts as incremental.
+pub(super) fn on_fetch(
+    sessions: &FetchSessions,
+    session: Option<FetchSession>,
+    now: Judged,
+) -> Session {
+    let Some(session) = session else {
+        return Session::Reset;
+    };
+    if session.incremental() {
+        return if sessions.continues(session.id, now) {
+            Session::Reset
+        } else {
+            Session::Goes
         };
-        if same {
-            // Compared once: the next Fetch finds the same rules.
-            self.judged = now;
-        }
-        // Reset until the client fetches in full.
-        !same
     }
+    // A full Fetch closes the session it names; epoch 0 opens another
+    // (the broker gives its id), -1 fetches without one.
+    if session.id != 0 {
+        sessions.closed(session.id);
+    }
+    if session.epoch == 0 {
+        Session::Opens(now)
+    } else {
+        Session::Goes
+    }
+}
+
+/// Reads the head of the response to a full Fetch of `header` that opens
+/// a session (`Session::Opens(rules)`), and remembers the session it gives
+/// (if any) with `rules`, before any of it goes to the client: the client
+/// cannot continue the session before it knows its id.
+pub(in crate::dataplane) async fn learn_session<R, W>(
+    rules: &Judged,
+    header: &RequestHeader,
+    max: u32,
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let mut clock = FrameClock::unlimited();
+    let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
+    let id = loop {
+        let unread = buf.unread();
+        if let Some(id) = fetch_response_session(unread, header.api_version) {
+            break id;
+        }
+        if unread.len() >= total.min(CHUNK) {
+            break 0;
+        }
+        if buf.read_more(rd, wr, &mut clock).await? == 0 {
+            return Err(ConnError::ClosedMidFrame);
+        }
+    };
+    cluster.metrics.fetch_sessions.opened(id, rules.clone());
+    Ok(())
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -83,16 +127,16 @@ where
     W: AsyncWrite + Splice + Unpin,
     S: Future<Output = ()> + Unpin,
 {
-    /// Whether the Fetch `header` (of `total` bytes), which `policy` looks
-    /// at if any, continues a session the consume rules changed under:
-    /// reads its first bytes (nearly always in the buffer already).
-    pub(super) async fn session_changed(
+    /// What becomes of the Fetch `header` (of `total` bytes), which
+    /// `policy` looks at if any, as far as its session goes: reads its
+    /// first bytes (nearly always in the buffer already).
+    pub(super) async fn session(
         &mut self,
         header: &RequestHeader,
         total: usize,
         policy: Option<&Arc<TopicPolicy>>,
-        sessions: &mut Sessions,
-    ) -> Result<bool, ConnError> {
+        sessions: &FetchSessions,
+    ) -> Result<Session, ConnError> {
         let version = header.api_version;
         loop {
             let unread = self.buf.unread();
@@ -102,13 +146,12 @@ where
                 let now = policy
                     .filter(|p| !p.open_for(Operation::Consume, &client))
                     .cloned();
-                return Ok(sessions.on_fetch(Some(session), now));
+                return Ok(on_fetch(sessions, Some(session), now));
             }
             if unread.len() >= total.min(CHUNK) {
                 // Not readable within a chunk (header tags of kilobytes):
                 // taken as incremental, judged by the strictest reading.
-                let now = policy.cloned();
-                return Ok(sessions.on_fetch(None, now));
+                return Ok(on_fetch(sessions, None, policy.cloned()));
             }
             if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
                 return Err(ConnError::ClosedMidFrame);
@@ -154,33 +197,51 @@ mod tests {
     const FULL: Option<FetchSession> = Some(FetchSession { id: 0, epoch: 0 });
     const NEXT: Option<FetchSession> = Some(FetchSession { id: 7, epoch: 3 });
 
-    #[test]
-    fn an_incremental_fetch_is_reset_only_when_the_consume_rules_changed() {
-        let mut s = Sessions::default();
-        assert!(!s.watching(None), "no policy, before or after: not read");
-        assert!(!s.on_fetch(FULL, None));
-        assert!(!s.on_fetch(NEXT, None));
+    /// What `on_fetch` said: "goes", "reset", or "opens" with whether
+    /// under a policy.
+    fn said(s: Session) -> &'static str {
+        match s {
+            Session::Goes => "goes",
+            Session::Reset => "reset",
+            Session::Opens(None) => "opens",
+            Session::Opens(Some(_)) => "opens policed",
+        }
+    }
 
+    #[test]
+    fn an_incremental_fetch_goes_on_only_in_a_session_opened_under_its_rules() {
+        let s = FetchSessions::default();
+        let on = |session, now: Option<Arc<TopicPolicy>>| said(on_fetch(&s, session, now));
+        assert!(!watching(&s, None), "no policy, before or after: not read");
         let first = policy("b", "x");
-        assert!(s.watching(Some(&first)));
-        assert!(s.on_fetch(NEXT, Some(Arc::clone(&first))), "a policy added");
-        assert!(
-            s.on_fetch(NEXT, Some(Arc::clone(&first))),
+        assert!(watching(&s, Some(&first)));
+        assert_eq!(on(NEXT, Some(Arc::clone(&first))), "reset", "unknown");
+        assert_eq!(on(FULL, Some(Arc::clone(&first))), "opens policed");
+        // Its response gave it id 7.
+        s.opened(7, Some(Arc::clone(&first)));
+        assert!(watching(&s, None), "opened under a policy: still read");
+        assert_eq!(on(NEXT, Some(Arc::clone(&first))), "goes");
+        // Rebuilt by a reload, or changed for produce only: the same.
+        assert_eq!(on(NEXT, Some(policy("b", "x"))), "goes");
+        assert_eq!(on(NEXT, Some(policy("b", "y"))), "goes");
+        assert_eq!(on(NEXT, Some(policy("c", "y"))), "reset", "consume changed");
+        assert_eq!(
+            on(NEXT, Some(policy("b", "x"))),
+            "reset",
             "until a full fetch"
         );
-        assert!(!s.on_fetch(FULL, Some(Arc::clone(&first))));
-        assert!(!s.on_fetch(NEXT, Some(Arc::clone(&first))));
 
-        // Rebuilt by a reload, or changed for produce only: the same.
-        assert!(!s.on_fetch(NEXT, Some(policy("b", "x"))));
-        assert!(!s.on_fetch(NEXT, Some(policy("b", "y"))));
-
-        assert!(s.on_fetch(NEXT, Some(policy("c", "y"))), "consume changed");
-        assert!(!s.on_fetch(FULL, Some(policy("c", "y"))));
-        assert!(s.watching(None), "judged by a policy: still read");
-        assert!(s.on_fetch(NEXT, None), "the policy removed");
-        assert!(s.on_fetch(None, None), "unreadable: incremental");
-        assert!(!s.on_fetch(Some(FetchSession::NONE), None));
-        assert!(!s.watching(None));
+        // Opened again (same id, epoch 0) under the new rules, given id 8,
+        // then the policy removed: the session starts again once more.
+        let again = Some(FetchSession { id: 7, epoch: 0 });
+        assert_eq!(on(again, Some(policy("c", "y"))), "opens policed");
+        s.opened(8, Some(policy("c", "y")));
+        assert_eq!(on(Some(FetchSession { id: 8, epoch: 1 }), None), "reset");
+        assert!(!watching(&s, None), "no session of a policy left: not read");
+        assert_eq!(on(None, None), "reset", "unreadable: incremental");
+        assert_eq!(on(FULL, None), "opens");
+        let sessionless = Some(FetchSession { id: 9, epoch: -1 });
+        assert_eq!(on(sessionless, None), "goes");
+        assert_eq!(on(Some(FetchSession::NONE), None), "goes");
     }
 }

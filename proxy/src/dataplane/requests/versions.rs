@@ -58,6 +58,7 @@ where
                     tx,
                     cluster,
                     metered: None,
+                    opens: None,
                 };
                 self.answer(request, answer).await
             }

@@ -171,3 +171,42 @@ async fn a_chain_change_that_leaves_the_consume_rules_alone_resets_nothing() {
     passes(c, u, &fetch(4, 77, 3, &[]), &fetched(4, 77, &["ok-a"])).await;
     assert_eq!(rig.metric(RESETS), 0.0);
 }
+
+#[tokio::test]
+async fn a_session_is_known_by_its_id_on_every_connection() {
+    let mut rig = Rig::start("").await;
+    // A session opened on `open.a`-like `no-b` before the policy.
+    let (mut first, mut first_up) = rig.connection().await;
+    let opened = fetch(1, 0, 0, &["no-b"]);
+    passes(
+        &mut first,
+        &mut first_up,
+        &opened,
+        &fetched(1, 77, &["no-b"]),
+    )
+    .await;
+
+    reload(&rig, OK_ONLY);
+    // Another connection: a sessionless full Fetch of an allowed topic,
+    // judged by the rules in force, then the old session continued.
+    let (mut c, mut u) = rig.connection().await;
+    let sessionless = fetch(2, 0, -1, &["ok-a"]);
+    passes(&mut c, &mut u, &sessionless, &fetched(2, 0, &["ok-a"])).await;
+    c.write_all(&fetch(3, 77, 1, &[])).await.unwrap();
+    let reset = read_frame(&mut c).await;
+    assert_eq!(correlation(&reset), 3);
+    assert_eq!(
+        answer(&reset),
+        (INVALID_FETCH_SESSION_EPOCH, 0, vec![]),
+        "no-b's session, opened before the policy, never goes upstream"
+    );
+
+    // A session opened under the rules in force goes on, on any connection
+    // (a client that reconnects keeps its session).
+    let full = fetch(4, 0, 0, &["ok-a"]);
+    passes(&mut c, &mut u, &full, &fetched(4, 80, &["ok-a"])).await;
+    let (mut next, mut next_up) = rig.connection().await;
+    let more = fetch(1, 80, 1, &[]);
+    passes(&mut next, &mut next_up, &more, &fetched(1, 80, &["ok-a"])).await;
+    assert_eq!(rig.metric(RESETS), 1.0);
+}
