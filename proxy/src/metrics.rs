@@ -18,15 +18,19 @@ use crate::budget::Budget;
 use crate::quota::Quotas;
 use crate::signals::Signals;
 
+mod client_errors;
 mod families;
 mod labels;
 mod per_api;
+mod per_cluster;
 mod sessions;
 
+pub(crate) use client_errors::ClientCause;
+use client_errors::WarnLimiter;
 use families::Families;
 pub use labels::{
-    ApiLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels, ResultLabels,
-    UnroutedLabel,
+    ApiLabels, CauseLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels,
+    ResultLabels, UnroutedLabel,
 };
 use per_api::PerApi;
 pub(crate) use sessions::{FetchSessions, Judged};
@@ -55,7 +59,9 @@ pub struct Metrics {
     /// Each virtual cluster's topic ids to names, by cluster name.
     topic_ids: std::sync::Mutex<HashMap<String, Arc<TopicIds>>>,
     /// Each virtual cluster's fetch sessions, by cluster name.
-    fetch_sessions: sessions::AllFetchSessions,
+    fetch_sessions: per_cluster::PerCluster<FetchSessions>,
+    /// Each virtual cluster's warnings about its clients, by cluster name.
+    client_warnings: per_cluster::PerCluster<WarnLimiter>,
 }
 
 impl Default for Metrics {
@@ -82,7 +88,8 @@ impl Metrics {
             signals: Arc::new(signals),
             quotas: Arc::new(quotas),
             topic_ids: std::sync::Mutex::default(),
-            fetch_sessions: sessions::AllFetchSessions::default(),
+            fetch_sessions: per_cluster::PerCluster::default(),
+            client_warnings: per_cluster::PerCluster::default(),
         }
     }
 
@@ -170,6 +177,12 @@ impl Metrics {
         };
         // At 0 from the start, so that an alert on its increase sees the
         // first refused connection too.
+        for cause in ClientCause::ALL {
+            f.client_errors.get_or_create_owned(&CauseLabels {
+                cluster: name.to_owned(),
+                cause: cause.as_str(),
+            });
+        }
         for reason in ["max_connections", "connection_rate"] {
             f.connections_rejected.get_or_create_owned(&ReasonLabels {
                 cluster: name.to_owned(),
@@ -189,6 +202,7 @@ impl Metrics {
             unknown_nodes: f.unknown_nodes.get_or_create_owned(&label),
             requests: Arc::new(PerApi::default()),
             fetch_sessions: self.fetch_sessions.cluster(name),
+            client_warnings: self.client_warnings.cluster(name),
         }
     }
 }
@@ -221,6 +235,8 @@ pub struct ClusterMetrics {
     requests: Arc<PerApi>,
     /// The cluster's fetch sessions, shared with its other generations.
     pub(crate) fetch_sessions: Arc<FetchSessions>,
+    /// When the cluster last warned about its clients, by cause.
+    client_warnings: Arc<WarnLimiter>,
 }
 
 impl ClusterMetrics {
@@ -312,6 +328,19 @@ impl ClusterMetrics {
             result: if forced { "forced" } else { "clean" },
         };
         self.families.drained.get_or_create(&labels).inc();
+    }
+
+    /// Counts an error a client caused; whether to warn about it:
+    /// `Some(n)`, `n` being the warnings of that cause not logged since the
+    /// last one (at most one per cause per 10 s per cluster).
+    pub(crate) fn client_error(&self, cause: ClientCause) -> Option<u64> {
+        let labels = CauseLabels {
+            cluster: self.name.clone(),
+            cause: cause.as_str(),
+        };
+        self.families.client_errors.get_or_create(&labels).inc();
+        self.client_warnings
+            .admit(cause, tokio::time::Instant::now())
     }
 
     /// Counts a connection closed because of a protocol error.

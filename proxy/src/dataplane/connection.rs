@@ -36,6 +36,7 @@ use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
+use crate::metrics::ClientCause;
 use crate::config::identity::Authentication;
 
 /// How long a client's TLS handshake may take (on the SNI port, the
@@ -130,13 +131,36 @@ pub(crate) async fn serve(
                     ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
                         tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
                     }
-                    _ => tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed on protocol error"),
+                    _ => match e.client_cause() {
+                        Some(cause) => client_warning(&cluster, cause, &e, peer, role),
+                        None => {
+                            tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed on protocol error")
+                        }
+                    },
                 }
             }
         }
     }
     .instrument(span)
     .await;
+}
+
+/// Counts an error a client caused and warns about it, at most once per
+/// cause per 10 s per cluster (the line says how many were not): a client
+/// sending garbage in a loop cannot flood the log.
+fn client_warning(
+    cluster: &ClusterRuntime,
+    cause: ClientCause,
+    e: &ConnError,
+    peer: SocketAddr,
+    role: Role,
+) {
+    let Some(suppressed) = cluster.metrics.client_error(cause) else {
+        tracing::debug!(error = %e, "connection closed on protocol error");
+        return;
+    };
+    let (name, generation, cause) = (cluster.name(), cluster.generation, cause.as_str());
+    tracing::warn!(cluster = %name, generation, %peer, role = ?role, cause, suppressed, error = %e, "connection closed on protocol error");
 }
 
 async fn run(

@@ -18,7 +18,7 @@ use tokio::time::{Instant, Sleep};
 use super::metered::Metered;
 pub(super) use super::split::Merged;
 use super::upstream::UpstreamError;
-use crate::metrics::Judged;
+use crate::metrics::{ClientCause, Judged};
 use crate::signals::CloseReason;
 
 /// Requests that may await their response at once on one connection,
@@ -208,6 +208,19 @@ impl ConnError {
                 CloseReason::UpstreamProtocol
             }
             ConnError::Forced => CloseReason::DrainDeadline,
+        }
+    }
+}
+
+impl ConnError {
+    /// What a client did wrong, when it is the client's error.
+    pub(super) fn client_cause(&self) -> Option<ClientCause> {
+        match self {
+            ConnError::Frame(FrameError::TooLarge { .. }) => Some(ClientCause::TooLarge),
+            ConnError::Frame(_) => Some(ClientCause::Malformed),
+            ConnError::Unsupported { .. } => Some(ClientCause::UnsupportedVersion),
+            ConnError::FrameTimeout(_) => Some(ClientCause::FrameTimeout),
+            _ => None,
         }
     }
 }

@@ -6,8 +6,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::labels::{
-    ApiLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels, ResultLabels,
-    UnroutedLabel,
+    ApiLabels, CauseLabels, ClusterLabel, DirectionLabels, OperationLabels, ReasonLabels,
+    ResultLabels, UnroutedLabel,
 };
 
 /// Every metric family of the data plane.
@@ -25,6 +25,7 @@ pub(super) struct Families {
     pub(super) fetch_sessions_reset: Family<ClusterLabel, Counter>,
     pub(super) upstream_connect_failures: Family<ClusterLabel, Counter>,
     pub(super) connections_closed_on_error: Family<ReasonLabels, Counter>,
+    pub(super) client_errors: Family<CauseLabels, Counter>,
     pub(super) unknown_nodes: Family<ClusterLabel, Counter>,
     pub(super) drained: Family<ResultLabels, Counter>,
     pub(super) broker_lookups: Family<ResultLabels, Counter>,
@@ -98,6 +99,11 @@ impl Families {
             "connections_closed_on_error",
             "Connections closed because of a protocol error (reason: too_large, malformed, frame_timeout, write_timeout, rewrite, upstream, upstream_auth: the upstream refused the proxy's own lookup for want of SASL)",
             self.connections_closed_on_error.clone(),
+        );
+        r.register(
+            "client_errors",
+            "Errors clients caused, each closing its connection (cause: malformed, too_large, unsupported_version: a version the proxy does not serve, frame_timeout); warned about at most once per cause per 10 s per cluster",
+            self.client_errors.clone(),
         );
         r.register(
             "unknown_nodes",

@@ -36,6 +36,15 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
+/// `cluster` and `cause` labels (a client's error: a fixed set).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CauseLabels {
+    /// Virtual cluster name.
+    pub cluster: String,
+    /// What the client did, e.g. `malformed`.
+    pub cause: &'static str,
+}
+
 /// `cluster`, `operation` and `rule` labels (a topic policy's operations:
 /// a fixed set; its rules: as many as the configuration lists).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -63,18 +63,3 @@ impl FetchSessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
-
-/// Each cluster's, by name.
-#[derive(Debug, Default)]
-pub(super) struct AllFetchSessions(Mutex<std::collections::HashMap<String, Arc<FetchSessions>>>);
-
-impl AllFetchSessions {
-    /// Cluster `name`'s, made at its first generation.
-    pub(super) fn cluster(&self, name: &str) -> Arc<FetchSessions> {
-        let mut all = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(all.entry(name.to_owned()).or_default())
-    }
-}

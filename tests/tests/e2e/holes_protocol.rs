@@ -106,6 +106,8 @@ fn only_the_versions_the_proxy_judges_are_offered_and_served() {
     conn.stream.write_all(&frame).unwrap();
     assert!(conn.closed_within(Duration::from_secs(10)));
     proxy.wait_for_log("Fetch v3 is not served", Duration::from_secs(10));
+    let unsupported = "sluice_client_errors_total{cluster=\"edge\",cause=\"unsupported_version\"}";
+    assert_eq!(proxy.metric(unsupported), 1.0);
     proxy.allow("Fetch v3 is not served");
     proxy.assert_clean_logs();
 }
@@ -184,5 +186,45 @@ fn a_session_opened_before_a_consume_change_is_reset_on_any_connection() {
         [("open.a".to_owned(), 29), ("ro.x".to_owned(), 0)],
         "{full:?}"
     );
+    proxy.assert_clean_logs();
+}
+
+#[test]
+fn a_client_sending_garbage_in_a_loop_is_counted_and_warned_about_once() {
+    let (_tansu, mut proxy, bootstrap, _) = fronted("");
+    let series =
+        |cause: &str| format!("sluice_client_errors_total{{cluster=\"edge\",cause=\"{cause}\"}}");
+    assert_eq!(
+        proxy.metric(&series("malformed")),
+        0.0,
+        "at 0 from the start"
+    );
+    // Sixty connections, each a frame too short to hold a request header.
+    const TRIES: usize = 60;
+    for _ in 0..TRIES {
+        let mut conn = Conn::connect(&bootstrap);
+        conn.stream.write_all(&[0, 0, 0, 2, 1, 2]).unwrap();
+        assert!(conn.closed_within(Duration::from_secs(10)));
+    }
+    proxy.wait_for_metric(&series("malformed"), TRIES as f64, Duration::from_secs(10));
+    assert_eq!(proxy.metric(&series("too_large")), 0.0);
+    let warned: Vec<String> = proxy
+        .logs()
+        .into_iter()
+        .filter(|l| l.contains("connection closed on protocol error"))
+        .collect();
+    // Within the 10 s window, one line (two if the loop spanned a window).
+    assert!(
+        (1..=2).contains(&warned.len()),
+        "{} lines:\n{}",
+        warned.len(),
+        warned.join("\n")
+    );
+    assert!(
+        warned[0].contains("\"cause\":\"malformed\""),
+        "{}",
+        warned[0]
+    );
+    proxy.allow("connection closed on protocol error");
     proxy.assert_clean_logs();
 }
