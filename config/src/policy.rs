@@ -3,6 +3,10 @@
 //! rules (`filter::topic_policy`), the proxy asks [`TopicPolicy::decide`]
 //! per topic of each request it polices.
 //!
+//! Cluster operations (`alter-cluster`, `describe-cluster`,
+//! `delete-groups`) are judged without a topic, only by the rules that name
+//! them ([`TopicPolicy::decide_cluster`]).
+//!
 //! Client ids are whatever the client writes in its request header: a rule
 //! on them sorts well-behaved clients, it does not authenticate anyone.
 
@@ -39,7 +43,8 @@ pub struct Rule {
     pub effect: Effect,
     /// The operations it covers.
     pub operations: Operations,
-    /// The topics it covers (at least one).
+    /// The topics it covers: at least one for topic operations; none for a
+    /// rule of cluster operations (which judge no topic).
     pub topics: Vec<Pattern>,
     /// The client ids it covers; `None`: every client.
     pub client_ids: Option<Vec<Pattern>>,
@@ -55,13 +60,16 @@ impl Rule {
                 .is_none_or(|ids| ids.iter().any(|p| p.matches(client)))
     }
 
+    /// Whether it covers `op` on `topic` for `client`; a cluster operation
+    /// is covered whatever the topic.
     fn matches(&self, op: Operation, topic: &str, client: &str) -> bool {
-        self.applies(op, client) && self.topics.iter().any(|p| p.matches(topic))
+        self.applies(op, client)
+            && (op.is_cluster() || self.topics.iter().any(|p| p.matches(topic)))
     }
 
-    /// Whether it covers every topic name.
+    /// Whether it covers every topic name (or judges no topic).
     fn every_topic(&self) -> bool {
-        self.topics.iter().any(Pattern::matches_all)
+        self.topics.is_empty() || self.topics.iter().any(Pattern::matches_all)
     }
 }
 
@@ -122,9 +130,22 @@ impl TopicPolicy {
         }
     }
 
+    /// Whether `client` may do the cluster operation `op` (topic
+    /// operations are refused here: they need a topic).
+    pub fn decide_cluster(&self, op: Operation, client: &str) -> Decision {
+        if !op.is_cluster() {
+            return Decision::Deny { rule: None };
+        }
+        self.decide(op, "", client)
+    }
+
     /// Whether `client` may do `op` on every topic there is, so the proxy
-    /// need not look at the topics at all. Exact for a known client id.
+    /// need not look at the topics at all. Exact for a known client id. A
+    /// cluster operation is allowed or not, whatever the topic.
     pub fn allows_every_topic(&self, op: Operation, client: &str) -> bool {
+        if op.is_cluster() {
+            return self.decide_cluster(op, client).allowed();
+        }
         let mut applying = self.rules.iter().filter(|r| r.applies(op, client));
         match self.combine {
             // Walk in order: a deny rule first refuses some topic; an allow
@@ -149,12 +170,13 @@ impl TopicPolicy {
         }
     }
 
-    /// Whether the policy allows every operation on every topic to every
-    /// client: it then never needs to look at a request.
+    /// Whether the policy allows every operation on every topic, and on
+    /// the cluster, to every client: it then never needs to look at a
+    /// request.
     pub fn allows_everything(&self) -> bool {
         let any_client = self.rules.iter().all(|r| r.client_ids.is_none());
         any_client
-            && Operation::ALL
+            && Operation::EVERY
                 .iter()
                 .all(|op| self.allows_every_topic(*op, ""))
     }

@@ -11,12 +11,14 @@
 //! - [`versions`]: ApiVersions capped to what the proxy can decode
 //! - `codec`: typed messages from and to bytes, each decode checked first
 //! - [`deny`]: error responses the proxy makes for denied requests
+//! - [`cluster`]: the answers refusing cluster operations a topic policy denies
 //! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
 //! - [`session`]: Fetch sessions (KIP-227): read from a request's first bytes, reset
 //! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod cluster;
 mod codec;
 pub use codec::{MAX_TRAILING_BYTES, decode};
 pub mod deny;

@@ -94,9 +94,29 @@ fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
         Some(_) => f.required(cx, key, operations),
         None => None,
     };
-    let topics = f.required(cx, "topics", |cx, node, path| {
-        patterns(cx, node, path, topic_pattern)
-    });
+    let topics = match operations {
+        // A rule of cluster operations judges no topic: it has no `topics`.
+        Some(ops) if ops.any_cluster() => {
+            if f.has("topics") {
+                f.optional(cx, "topics", |cx, node, path| {
+                    cx.fail(
+                        path,
+                        node.mark,
+                        "a rule of cluster operations judges no topic: leave topics out",
+                    )
+                })
+            } else {
+                Some(Vec::new())
+            }
+        }
+        Some(_) => f.required(cx, "topics", |cx, node, path| {
+            patterns(cx, node, path, topic_pattern)
+        }),
+        // Wrong operations (reported): topics are checked when written.
+        None => f.optional(cx, "topics", |cx, node, path| {
+            patterns(cx, node, path, topic_pattern)
+        }),
+    };
     let client_ids = f.optional(cx, "clientIds", |cx, node, path| {
         patterns(cx, node, path, client_pattern)
     });
@@ -129,7 +149,7 @@ fn operations(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Operations> {
                 cx.error(
                     &at,
                     item.mark,
-                    "all stands alone: it already names every operation",
+                    "all stands alone: it already names every topic operation",
                 );
                 ok = false;
             }
@@ -139,7 +159,7 @@ fn operations(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Operations> {
         match Operation::by_name(name) {
             Some(op) => set.insert(op),
             None => {
-                let mut known: Vec<&str> = Operation::ALL.iter().map(|o| o.name()).collect();
+                let mut known: Vec<&str> = Operation::EVERY.iter().map(|o| o.name()).collect();
                 known.push("all");
                 let message = match suggest(name, &known) {
                     Some(close) => format!("unknown operation {name:?}, did you mean {close:?}?"),
@@ -152,6 +172,14 @@ fn operations(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Operations> {
                 ok = false;
             }
         }
+    }
+    if ok && set.any_cluster() && set.any_topic() {
+        return cx.fail(
+            path,
+            node.mark,
+            "a rule names topic operations or cluster operations, not both: \
+             cluster operations judge no topic",
+        );
     }
     ok.then_some(set)
 }

@@ -127,7 +127,10 @@ fn every_topic_is_known_without_looking_at_topics() {
         rules: vec![allow(&Operation::ALL, &["*"]), deny(&[Produce], &["audit"])],
     };
     assert!(late_deny.allows_every_topic(Produce, "c"));
-    assert!(late_deny.allows_everything());
+    assert!(
+        !late_deny.allows_everything(),
+        "`all` on every topic leaves the cluster to the default"
+    );
     let everything = TopicPolicy {
         combine: Combine::DenyWins,
         default: Effect::Allow,
@@ -154,4 +157,74 @@ fn every_topic_agrees_with_decide_on_sample_topics() {
             }
         }
     }
+}
+
+/// `default: deny`, `allow [all]` on `open.*`: the hole of issue 46.
+fn topics_only(combine: Combine) -> TopicPolicy {
+    TopicPolicy {
+        combine,
+        default: Effect::Deny,
+        rules: vec![
+            allow(&Operation::ALL, &["open.*"]),
+            allow(&[Consume, Describe], &["ro.*"]),
+        ],
+    }
+}
+
+#[test]
+fn cluster_operations_are_judged_only_by_rules_naming_them() {
+    use Operation::{AlterCluster, DeleteGroups, DescribeCluster};
+    for combine in [Combine::First, Combine::DenyWins] {
+        let mut p = topics_only(combine);
+        for op in Operation::CLUSTER {
+            assert_eq!(p.decide_cluster(op, "c"), d(None), "{combine:?} {op:?}");
+            assert!(!p.allows_every_topic(op, "c"));
+        }
+        // A catch-all of topic operations covers no cluster operation.
+        p.rules.insert(0, allow(&Operation::ALL, &["*"]));
+        assert_eq!(p.decide_cluster(AlterCluster, "c"), d(None));
+        assert!(!p.allows_everything());
+
+        p.rules
+            .push(rule(Effect::Allow, &[AlterCluster], &[], Some(&["ops-*"])));
+        p.rules.push(allow(&[DescribeCluster], &[]));
+        assert_eq!(p.decide_cluster(AlterCluster, "ops-1"), A);
+        assert_eq!(p.decide_cluster(AlterCluster, "app"), d(None));
+        assert!(p.allows_every_topic(AlterCluster, "ops-1"));
+        assert_eq!(p.decide_cluster(DescribeCluster, "app"), A);
+        assert_eq!(p.decide_cluster(DeleteGroups, "ops-1"), d(None));
+        // A topic operation is never judged as a cluster one.
+        assert_eq!(p.decide_cluster(Produce, "ops-1"), d(None));
+    }
+
+    // A deny of a cluster operation: first match takes it in order,
+    // deny-wins wherever it is.
+    let with = |combine| TopicPolicy {
+        combine,
+        default: Effect::Allow,
+        rules: vec![
+            allow(&[AlterCluster], &[]),
+            deny(&[AlterCluster, DeleteGroups], &[]),
+        ],
+    };
+    assert_eq!(with(Combine::First).decide_cluster(AlterCluster, "c"), A);
+    assert_eq!(
+        with(Combine::DenyWins).decide_cluster(AlterCluster, "c"),
+        d(Some(1))
+    );
+    assert_eq!(
+        with(Combine::First).decide_cluster(DeleteGroups, "c"),
+        d(Some(1))
+    );
+    assert_eq!(with(Combine::First).decide_cluster(DescribeCluster, "c"), A);
+    let open = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Allow,
+        rules: Vec::new(),
+    };
+    assert!(
+        Operation::CLUSTER
+            .iter()
+            .all(|op| open.decide_cluster(*op, "c").allowed())
+    );
 }

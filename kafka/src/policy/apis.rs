@@ -28,9 +28,10 @@ pub fn handling(api_key: i16) -> Option<Handling> {
     Some(entry(ApiKey::try_from(api_key).ok()?)?.1)
 }
 
-/// Whether the proxy polices this API (it names topics).
+/// Whether the proxy polices this API (it names topics, or is refused as
+/// a cluster operation: `crate::cluster`).
 pub fn policed(api_key: i16) -> bool {
-    handling(api_key).is_some()
+    handling(api_key).is_some() || crate::cluster::refuses(api_key)
 }
 
 type Judge =
@@ -215,8 +216,10 @@ by_topic!(CreateTopicsRequest => CreateTopicsResponse, topics[name],
 by_topic!(CreatePartitionsRequest => CreatePartitionsResponse, topics[name],
     results: create_partitions_response::CreatePartitionsTopicResult[name = std::convert::identity, error_code]);
 
-/// The configs APIs: only their TOPIC resources are policed; the others
-/// stay in the forwarded part.
+/// The configs APIs, per resource: TOPIC resources by their names, the
+/// others (BROKER, BROKER_LOGGER, ...) as the cluster
+/// ([`CLUSTER_RESOURCE`](crate::cluster::CLUSTER_RESOURCE), judged as a
+/// cluster operation), refused with CLUSTER_AUTHORIZATION_FAILED.
 macro_rules! configs {
     ($req:ty => $resp:ty, $results:ident: $result:ty) => {
         impl Topics for $req {
@@ -224,23 +227,12 @@ macro_rules! configs {
             fn names(&self) -> Vec<&str> {
                 self.resources
                     .iter()
-                    .filter(|r| r.resource_type == TOPIC_RESOURCE)
-                    .map(|r| r.resource_name.as_str())
+                    .map(|r| resource_name(r.resource_type, &r.resource_name))
                     .collect()
             }
-            fn names_others(&self) -> bool {
+            fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, _others: bool) {
                 self.resources
-                    .iter()
-                    .any(|r| r.resource_type != TOPIC_RESOURCE)
-            }
-            fn retain(&mut self, keep: &mut dyn FnMut(&str) -> bool, others: bool) {
-                self.resources.retain(|r| {
-                    if r.resource_type == TOPIC_RESOURCE {
-                        keep(r.resource_name.as_str())
-                    } else {
-                        others
-                    }
-                });
+                    .retain(|r| keep(resource_name(r.resource_type, &r.resource_name)));
             }
             fn refuse(&self, into: &mut $resp, code: i16) {
                 for r in &self.resources {
@@ -248,11 +240,24 @@ macro_rules! configs {
                     out.resource_type = r.resource_type;
                     out.resource_name = r.resource_name.clone();
                     out.error_code = code;
+                    if r.resource_type != TOPIC_RESOURCE {
+                        out.error_code = crate::cluster::CLUSTER_AUTHORIZATION_FAILED;
+                        out.error_message = crate::cluster::message();
+                    }
                     into.$results.push(out);
                 }
             }
         }
     };
+}
+
+/// What a configs resource is judged by: a topic's name, or the cluster.
+fn resource_name(kind: i8, name: &str) -> &str {
+    if kind == TOPIC_RESOURCE {
+        name
+    } else {
+        crate::cluster::CLUSTER_RESOURCE
+    }
 }
 
 configs!(DescribeConfigsRequest => DescribeConfigsResponse,

@@ -18,9 +18,10 @@ fn topic(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
 }
 
-/// Topics starting with "ok" are allowed.
+/// Topics starting with "ok" are allowed, and the cluster (the configs
+/// APIs' other resources).
 fn keep(name: &str) -> bool {
-    name.starts_with("ok")
+    name.starts_with("ok") || name == crate::cluster::CLUSTER_RESOURCE
 }
 
 fn police_frame(frame: &Bytes) -> Policed {

@@ -2038,6 +2038,133 @@ pub(super) static TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_PARTITIO
     tagged: &[],
 };
 
+/// `DescribeAclsRequest`.
+pub(super) static DESCRIBE_ACLS_REQUEST: Schema = Schema {
+    name: "DescribeAclsRequest",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("resource_type_filter", 0, MAX, Ty::Fixed(1)),
+        field("resource_name_filter", 0, MAX, Ty::String),
+        field("pattern_type_filter", 0, MAX, Ty::Fixed(1)),
+        field("principal_filter", 0, MAX, Ty::String),
+        field("host_filter", 0, MAX, Ty::String),
+        field("operation", 0, MAX, Ty::Fixed(1)),
+        field("permission_type", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeAclsResponse`.
+pub(super) static DESCRIBE_ACLS_RESPONSE: Schema = Schema {
+    name: "DescribeAclsResponse",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("resources", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_ACLS_RESPONSE_DESCRIBE_ACLS_RESOURCE))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeAclsResource`.
+pub(super) static DESCRIBE_ACLS_RESPONSE_DESCRIBE_ACLS_RESOURCE: Schema = Schema {
+    name: "DescribeAclsResource",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("pattern_type", 0, MAX, Ty::Fixed(1)),
+        field("acls", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_ACLS_RESPONSE_ACL_DESCRIPTION))),
+    ],
+    tagged: &[],
+};
+
+/// `AclDescription`.
+pub(super) static DESCRIBE_ACLS_RESPONSE_ACL_DESCRIPTION: Schema = Schema {
+    name: "AclDescription",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("principal", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("operation", 0, MAX, Ty::Fixed(1)),
+        field("permission_type", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `CreateAclsResponse`.
+pub(super) static CREATE_ACLS_RESPONSE: Schema = Schema {
+    name: "CreateAclsResponse",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_ACLS_RESPONSE_ACL_CREATION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AclCreationResult`.
+pub(super) static CREATE_ACLS_RESPONSE_ACL_CREATION_RESULT: Schema = Schema {
+    name: "AclCreationResult",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteAclsResponse`.
+pub(super) static DELETE_ACLS_RESPONSE: Schema = Schema {
+    name: "DeleteAclsResponse",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("filter_results", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_ACLS_RESPONSE_DELETE_ACLS_FILTER_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteAclsFilterResult`.
+pub(super) static DELETE_ACLS_RESPONSE_DELETE_ACLS_FILTER_RESULT: Schema = Schema {
+    name: "DeleteAclsFilterResult",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("matching_acls", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_ACLS_RESPONSE_DELETE_ACLS_MATCHING_ACL))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteAclsMatchingAcl`.
+pub(super) static DELETE_ACLS_RESPONSE_DELETE_ACLS_MATCHING_ACL: Schema = Schema {
+    name: "DeleteAclsMatchingAcl",
+    versions: (1, 3),
+    flexible: 2,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("resource_type", 0, MAX, Ty::Fixed(1)),
+        field("resource_name", 0, MAX, Ty::String),
+        field("pattern_type", 0, MAX, Ty::Fixed(1)),
+        field("principal", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("operation", 0, MAX, Ty::Fixed(1)),
+        field("permission_type", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
 /// `DescribeConfigsRequest`.
 pub(super) static DESCRIBE_CONFIGS_REQUEST: Schema = Schema {
     name: "DescribeConfigsRequest",
@@ -2317,6 +2444,30 @@ pub(super) static CREATE_PARTITIONS_RESPONSE_CREATE_PARTITIONS_TOPIC_RESULT: Sch
         field("name", 0, MAX, Ty::String),
         field("error_code", 0, MAX, Ty::Fixed(2)),
         field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteGroupsResponse`.
+pub(super) static DELETE_GROUPS_RESPONSE: Schema = Schema {
+    name: "DeleteGroupsResponse",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_GROUPS_RESPONSE_DELETABLE_GROUP_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeletableGroupResult`.
+pub(super) static DELETE_GROUPS_RESPONSE_DELETABLE_GROUP_RESULT: Schema = Schema {
+    name: "DeletableGroupResult",
+    versions: (0, 2),
+    flexible: 2,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
     ],
     tagged: &[],
 };
@@ -2623,6 +2774,717 @@ pub(super) static OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_PARTITION: Schem
     tagged: &[],
 };
 
+/// `DescribeClientQuotasRequest`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_REQUEST: Schema = Schema {
+    name: "DescribeClientQuotasRequest",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("components", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLIENT_QUOTAS_REQUEST_COMPONENT_DATA))),
+        field("strict", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `ComponentData`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_REQUEST_COMPONENT_DATA: Schema = Schema {
+    name: "ComponentData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity_type", 0, MAX, Ty::String),
+        field("match_type", 0, MAX, Ty::Fixed(1)),
+        field("_match", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeClientQuotasResponse`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_RESPONSE: Schema = Schema {
+    name: "DescribeClientQuotasResponse",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("entries", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `EntryData`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA: Schema = Schema {
+    name: "EntryData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENTITY_DATA))),
+        field("values", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLIENT_QUOTAS_RESPONSE_VALUE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `ValueData`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_RESPONSE_VALUE_DATA: Schema = Schema {
+    name: "ValueData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("key", 0, MAX, Ty::String),
+        field("value", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `EntityData`.
+pub(super) static DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENTITY_DATA: Schema = Schema {
+    name: "EntityData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity_type", 0, MAX, Ty::String),
+        field("entity_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AlterClientQuotasRequest`.
+pub(super) static ALTER_CLIENT_QUOTAS_REQUEST: Schema = Schema {
+    name: "AlterClientQuotasRequest",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entries", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_REQUEST_ENTRY_DATA))),
+        field("validate_only", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `EntryData`.
+pub(super) static ALTER_CLIENT_QUOTAS_REQUEST_ENTRY_DATA: Schema = Schema {
+    name: "EntryData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_REQUEST_ENTITY_DATA))),
+        field("ops", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_REQUEST_OP_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `OpData`.
+pub(super) static ALTER_CLIENT_QUOTAS_REQUEST_OP_DATA: Schema = Schema {
+    name: "OpData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("key", 0, MAX, Ty::String),
+        field("value", 0, MAX, Ty::Fixed(8)),
+        field("remove", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `EntityData`.
+pub(super) static ALTER_CLIENT_QUOTAS_REQUEST_ENTITY_DATA: Schema = Schema {
+    name: "EntityData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity_type", 0, MAX, Ty::String),
+        field("entity_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AlterClientQuotasResponse`.
+pub(super) static ALTER_CLIENT_QUOTAS_RESPONSE: Schema = Schema {
+    name: "AlterClientQuotasResponse",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("entries", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `EntryData`.
+pub(super) static ALTER_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA: Schema = Schema {
+    name: "EntryData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("entity", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_RESPONSE_ENTITY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `EntityData`.
+pub(super) static ALTER_CLIENT_QUOTAS_RESPONSE_ENTITY_DATA: Schema = Schema {
+    name: "EntityData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("entity_type", 0, MAX, Ty::String),
+        field("entity_name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeUserScramCredentialsRequest`.
+pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST: Schema = Schema {
+    name: "DescribeUserScramCredentialsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("users", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_USER_NAME))),
+    ],
+    tagged: &[],
+};
+
+/// `UserName`.
+pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_USER_NAME: Schema = Schema {
+    name: "UserName",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeUserScramCredentialsResponse`.
+pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE: Schema = Schema {
+    name: "DescribeUserScramCredentialsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DESCRIBE_USER_SCRAM_CREDENTIALS_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeUserScramCredentialsResult`.
+pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DESCRIBE_USER_SCRAM_CREDENTIALS_RESULT: Schema = Schema {
+    name: "DescribeUserScramCredentialsResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("user", 0, MAX, Ty::String),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("credential_infos", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_CREDENTIAL_INFO))),
+    ],
+    tagged: &[],
+};
+
+/// `CredentialInfo`.
+pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_CREDENTIAL_INFO: Schema = Schema {
+    name: "CredentialInfo",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("mechanism", 0, MAX, Ty::Fixed(1)),
+        field("iterations", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterUserScramCredentialsRequest`.
+pub(super) static ALTER_USER_SCRAM_CREDENTIALS_REQUEST: Schema = Schema {
+    name: "AlterUserScramCredentialsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("deletions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_USER_SCRAM_CREDENTIALS_REQUEST_SCRAM_CREDENTIAL_DELETION))),
+        field("upsertions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_USER_SCRAM_CREDENTIALS_REQUEST_SCRAM_CREDENTIAL_UPSERTION))),
+    ],
+    tagged: &[],
+};
+
+/// `ScramCredentialUpsertion`.
+pub(super) static ALTER_USER_SCRAM_CREDENTIALS_REQUEST_SCRAM_CREDENTIAL_UPSERTION: Schema = Schema {
+    name: "ScramCredentialUpsertion",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("mechanism", 0, MAX, Ty::Fixed(1)),
+        field("iterations", 0, MAX, Ty::Fixed(4)),
+        field("salt", 0, MAX, Ty::Bytes),
+        field("salted_password", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `ScramCredentialDeletion`.
+pub(super) static ALTER_USER_SCRAM_CREDENTIALS_REQUEST_SCRAM_CREDENTIAL_DELETION: Schema = Schema {
+    name: "ScramCredentialDeletion",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("mechanism", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterUserScramCredentialsResponse`.
+pub(super) static ALTER_USER_SCRAM_CREDENTIALS_RESPONSE: Schema = Schema {
+    name: "AlterUserScramCredentialsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ALTER_USER_SCRAM_CREDENTIALS_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `AlterUserScramCredentialsResult`.
+pub(super) static ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ALTER_USER_SCRAM_CREDENTIALS_RESULT: Schema = Schema {
+    name: "AlterUserScramCredentialsResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("user", 0, MAX, Ty::String),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `VoteRequest`.
+pub(super) static VOTE_REQUEST: Schema = Schema {
+    name: "VoteRequest",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("voter_id", 1, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&VOTE_REQUEST_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static VOTE_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&VOTE_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static VOTE_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("replica_epoch", 0, MAX, Ty::Fixed(4)),
+        field("replica_id", 0, MAX, Ty::Fixed(4)),
+        field("replica_directory_id", 1, MAX, Ty::Fixed(16)),
+        field("voter_directory_id", 1, MAX, Ty::Fixed(16)),
+        field("last_offset_epoch", 0, MAX, Ty::Fixed(4)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("pre_vote", 2, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `BeginQuorumEpochRequest`.
+pub(super) static BEGIN_QUORUM_EPOCH_REQUEST: Schema = Schema {
+    name: "BeginQuorumEpochRequest",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("voter_id", 1, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&BEGIN_QUORUM_EPOCH_REQUEST_TOPIC_DATA))),
+        field("leader_endpoints", 1, MAX, Ty::Array(&Ty::Struct(&BEGIN_QUORUM_EPOCH_REQUEST_LEADER_ENDPOINT))),
+    ],
+    tagged: &[],
+};
+
+/// `LeaderEndpoint`.
+pub(super) static BEGIN_QUORUM_EPOCH_REQUEST_LEADER_ENDPOINT: Schema = Schema {
+    name: "LeaderEndpoint",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("name", 1, MAX, Ty::String),
+        field("host", 1, MAX, Ty::String),
+        field("port", 1, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static BEGIN_QUORUM_EPOCH_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&BEGIN_QUORUM_EPOCH_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static BEGIN_QUORUM_EPOCH_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("voter_directory_id", 1, MAX, Ty::Fixed(16)),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `EndQuorumEpochRequest`.
+pub(super) static END_QUORUM_EPOCH_REQUEST: Schema = Schema {
+    name: "EndQuorumEpochRequest",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_REQUEST_TOPIC_DATA))),
+        field("leader_endpoints", 1, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_REQUEST_LEADER_ENDPOINT))),
+    ],
+    tagged: &[],
+};
+
+/// `LeaderEndpoint`.
+pub(super) static END_QUORUM_EPOCH_REQUEST_LEADER_ENDPOINT: Schema = Schema {
+    name: "LeaderEndpoint",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("name", 1, MAX, Ty::String),
+        field("host", 1, MAX, Ty::String),
+        field("port", 1, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static END_QUORUM_EPOCH_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static END_QUORUM_EPOCH_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("preferred_successors", 0, 0, Ty::Array(&Ty::Fixed(4))),
+        field("preferred_candidates", 1, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_REQUEST_REPLICA_INFO))),
+    ],
+    tagged: &[],
+};
+
+/// `ReplicaInfo`.
+pub(super) static END_QUORUM_EPOCH_REQUEST_REPLICA_INFO: Schema = Schema {
+    name: "ReplicaInfo",
+    versions: (0, 1),
+    flexible: 1,
+    fields: &[
+        field("candidate_id", 1, MAX, Ty::Fixed(4)),
+        field("candidate_directory_id", 1, MAX, Ty::Fixed(16)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeQuorumRequest`.
+pub(super) static DESCRIBE_QUORUM_REQUEST: Schema = Schema {
+    name: "DescribeQuorumRequest",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_REQUEST_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static DESCRIBE_QUORUM_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static DESCRIBE_QUORUM_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterPartitionRequest`.
+pub(super) static ALTER_PARTITION_REQUEST: Schema = Schema {
+    name: "AlterPartitionRequest",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("broker_epoch", 0, MAX, Ty::Fixed(8)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REQUEST_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static ALTER_PARTITION_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static ALTER_PARTITION_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("new_isr", 2, 2, Ty::Array(&Ty::Fixed(4))),
+        field("new_isr_with_epochs", 3, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REQUEST_BROKER_STATE))),
+        field("leader_recovery_state", 0, MAX, Ty::Fixed(1)),
+        field("partition_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `BrokerState`.
+pub(super) static ALTER_PARTITION_REQUEST_BROKER_STATE: Schema = Schema {
+    name: "BrokerState",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("broker_id", 3, MAX, Ty::Fixed(4)),
+        field("broker_epoch", 3, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `AlterPartitionResponse`.
+pub(super) static ALTER_PARTITION_RESPONSE: Schema = Schema {
+    name: "AlterPartitionResponse",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_RESPONSE_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static ALTER_PARTITION_RESPONSE_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_RESPONSE_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static ALTER_PARTITION_RESPONSE_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (2, 3),
+    flexible: 2,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("isr", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+        field("leader_recovery_state", 0, MAX, Ty::Fixed(1)),
+        field("partition_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `UpdateFeaturesRequest`.
+pub(super) static UPDATE_FEATURES_REQUEST: Schema = Schema {
+    name: "UpdateFeaturesRequest",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("feature_updates", 0, MAX, Ty::Array(&Ty::Struct(&UPDATE_FEATURES_REQUEST_FEATURE_UPDATE_KEY))),
+        field("validate_only", 1, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `FeatureUpdateKey`.
+pub(super) static UPDATE_FEATURES_REQUEST_FEATURE_UPDATE_KEY: Schema = Schema {
+    name: "FeatureUpdateKey",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("feature", 0, MAX, Ty::String),
+        field("max_version_level", 0, MAX, Ty::Fixed(2)),
+        field("allow_downgrade", 0, 0, Ty::Fixed(1)),
+        field("upgrade_type", 1, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `UpdateFeaturesResponse`.
+pub(super) static UPDATE_FEATURES_RESPONSE: Schema = Schema {
+    name: "UpdateFeaturesResponse",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("results", 0, 1, Ty::Array(&Ty::Struct(&UPDATE_FEATURES_RESPONSE_UPDATABLE_FEATURE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `UpdatableFeatureResult`.
+pub(super) static UPDATE_FEATURES_RESPONSE_UPDATABLE_FEATURE_RESULT: Schema = Schema {
+    name: "UpdatableFeatureResult",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("feature", 0, MAX, Ty::String),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `EnvelopeRequest`.
+pub(super) static ENVELOPE_REQUEST: Schema = Schema {
+    name: "EnvelopeRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("request_data", 0, MAX, Ty::Bytes),
+        field("request_principal", 0, MAX, Ty::Bytes),
+        field("client_host_address", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `EnvelopeResponse`.
+pub(super) static ENVELOPE_RESPONSE: Schema = Schema {
+    name: "EnvelopeResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("response_data", 0, MAX, Ty::Bytes),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `FetchSnapshotRequest`.
+pub(super) static FETCH_SNAPSHOT_REQUEST: Schema = Schema {
+    name: "FetchSnapshotRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("replica_id", 0, MAX, Ty::Fixed(4)),
+        field("max_bytes", 0, MAX, Ty::Fixed(4)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_SNAPSHOT_REQUEST_TOPIC_SNAPSHOT))),
+    ],
+    tagged: &[
+        tagged(0, "cluster_id", 0, MAX, Ty::String),
+    ],
+};
+
+/// `TopicSnapshot`.
+pub(super) static FETCH_SNAPSHOT_REQUEST_TOPIC_SNAPSHOT: Schema = Schema {
+    name: "TopicSnapshot",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_SNAPSHOT_REQUEST_PARTITION_SNAPSHOT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionSnapshot`.
+pub(super) static FETCH_SNAPSHOT_REQUEST_PARTITION_SNAPSHOT: Schema = Schema {
+    name: "PartitionSnapshot",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("current_leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("snapshot_id", 0, MAX, Ty::Struct(&FETCH_SNAPSHOT_REQUEST_SNAPSHOT_ID)),
+        field("position", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[
+        tagged(0, "replica_directory_id", 1, MAX, Ty::Fixed(16)),
+    ],
+};
+
+/// `SnapshotId`.
+pub(super) static FETCH_SNAPSHOT_REQUEST_SNAPSHOT_ID: Schema = Schema {
+    name: "SnapshotId",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("end_offset", 0, MAX, Ty::Fixed(8)),
+        field("epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
 /// `DescribeProducersRequest`.
 pub(super) static DESCRIBE_PRODUCERS_REQUEST: Schema = Schema {
     name: "DescribeProducersRequest",
@@ -2696,6 +3558,335 @@ pub(super) static DESCRIBE_PRODUCERS_RESPONSE_PRODUCER_STATE: Schema = Schema {
         field("last_timestamp", 0, MAX, Ty::Fixed(8)),
         field("coordinator_epoch", 0, MAX, Ty::Fixed(4)),
         field("current_txn_start_offset", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `BrokerRegistrationRequest`.
+pub(super) static BROKER_REGISTRATION_REQUEST: Schema = Schema {
+    name: "BrokerRegistrationRequest",
+    versions: (0, 4),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("cluster_id", 0, MAX, Ty::String),
+        field("incarnation_id", 0, MAX, Ty::Fixed(16)),
+        field("listeners", 0, MAX, Ty::Array(&Ty::Struct(&BROKER_REGISTRATION_REQUEST_LISTENER))),
+        field("features", 0, MAX, Ty::Array(&Ty::Struct(&BROKER_REGISTRATION_REQUEST_FEATURE))),
+        field("rack", 0, MAX, Ty::String),
+        field("is_migrating_zk_broker", 1, MAX, Ty::Fixed(1)),
+        field("log_dirs", 2, MAX, Ty::Array(&Ty::Fixed(16))),
+        field("previous_broker_epoch", 3, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `Feature`.
+pub(super) static BROKER_REGISTRATION_REQUEST_FEATURE: Schema = Schema {
+    name: "Feature",
+    versions: (0, 4),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("min_supported_version", 0, MAX, Ty::Fixed(2)),
+        field("max_supported_version", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `Listener`.
+pub(super) static BROKER_REGISTRATION_REQUEST_LISTENER: Schema = Schema {
+    name: "Listener",
+    versions: (0, 4),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(2)),
+        field("security_protocol", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `BrokerRegistrationResponse`.
+pub(super) static BROKER_REGISTRATION_RESPONSE: Schema = Schema {
+    name: "BrokerRegistrationResponse",
+    versions: (0, 4),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("broker_epoch", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `BrokerHeartbeatRequest`.
+pub(super) static BROKER_HEARTBEAT_REQUEST: Schema = Schema {
+    name: "BrokerHeartbeatRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("broker_epoch", 0, MAX, Ty::Fixed(8)),
+        field("current_metadata_offset", 0, MAX, Ty::Fixed(8)),
+        field("want_fence", 0, MAX, Ty::Fixed(1)),
+        field("want_shut_down", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[
+        tagged(0, "offline_log_dirs", 1, MAX, Ty::Array(&Ty::Fixed(16))),
+    ],
+};
+
+/// `BrokerHeartbeatResponse`.
+pub(super) static BROKER_HEARTBEAT_RESPONSE: Schema = Schema {
+    name: "BrokerHeartbeatResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("is_caught_up", 0, MAX, Ty::Fixed(1)),
+        field("is_fenced", 0, MAX, Ty::Fixed(1)),
+        field("should_shut_down", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `UnregisterBrokerRequest`.
+pub(super) static UNREGISTER_BROKER_REQUEST: Schema = Schema {
+    name: "UnregisterBrokerRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `UnregisterBrokerResponse`.
+pub(super) static UNREGISTER_BROKER_RESPONSE: Schema = Schema {
+    name: "UnregisterBrokerResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AllocateProducerIdsRequest`.
+pub(super) static ALLOCATE_PRODUCER_IDS_REQUEST: Schema = Schema {
+    name: "AllocateProducerIdsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("broker_epoch", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `AllocateProducerIdsResponse`.
+pub(super) static ALLOCATE_PRODUCER_IDS_RESPONSE: Schema = Schema {
+    name: "AllocateProducerIdsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("producer_id_start", 0, MAX, Ty::Fixed(8)),
+        field("producer_id_len", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `ControllerRegistrationRequest`.
+pub(super) static CONTROLLER_REGISTRATION_REQUEST: Schema = Schema {
+    name: "ControllerRegistrationRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("controller_id", 0, MAX, Ty::Fixed(4)),
+        field("incarnation_id", 0, MAX, Ty::Fixed(16)),
+        field("zk_migration_ready", 0, MAX, Ty::Fixed(1)),
+        field("listeners", 0, MAX, Ty::Array(&Ty::Struct(&CONTROLLER_REGISTRATION_REQUEST_LISTENER))),
+        field("features", 0, MAX, Ty::Array(&Ty::Struct(&CONTROLLER_REGISTRATION_REQUEST_FEATURE))),
+    ],
+    tagged: &[],
+};
+
+/// `Feature`.
+pub(super) static CONTROLLER_REGISTRATION_REQUEST_FEATURE: Schema = Schema {
+    name: "Feature",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("min_supported_version", 0, MAX, Ty::Fixed(2)),
+        field("max_supported_version", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `Listener`.
+pub(super) static CONTROLLER_REGISTRATION_REQUEST_LISTENER: Schema = Schema {
+    name: "Listener",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(2)),
+        field("security_protocol", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `ControllerRegistrationResponse`.
+pub(super) static CONTROLLER_REGISTRATION_RESPONSE: Schema = Schema {
+    name: "ControllerRegistrationResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AssignReplicasToDirsRequest`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_REQUEST: Schema = Schema {
+    name: "AssignReplicasToDirsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("broker_id", 0, MAX, Ty::Fixed(4)),
+        field("broker_epoch", 0, MAX, Ty::Fixed(8)),
+        field("directories", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_REQUEST_DIRECTORY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `DirectoryData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_REQUEST_DIRECTORY_DATA: Schema = Schema {
+    name: "DirectoryData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("id", 0, MAX, Ty::Fixed(16)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_REQUEST_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_REQUEST_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `AssignReplicasToDirsResponse`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_RESPONSE: Schema = Schema {
+    name: "AssignReplicasToDirsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("directories", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_RESPONSE_DIRECTORY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `DirectoryData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_RESPONSE_DIRECTORY_DATA: Schema = Schema {
+    name: "DirectoryData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("id", 0, MAX, Ty::Fixed(16)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_RESPONSE_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_RESPONSE_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ASSIGN_REPLICAS_TO_DIRS_RESPONSE_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static ASSIGN_REPLICAS_TO_DIRS_RESPONSE_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition_index", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `ListConfigResourcesRequest`.
+pub(super) static LIST_CONFIG_RESOURCES_REQUEST: Schema = Schema {
+    name: "ListConfigResourcesRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("resource_types", 1, MAX, Ty::Array(&Ty::Fixed(1))),
+    ],
+    tagged: &[],
+};
+
+/// `ListConfigResourcesResponse`.
+pub(super) static LIST_CONFIG_RESOURCES_RESPONSE: Schema = Schema {
+    name: "ListConfigResourcesResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("config_resources", 0, MAX, Ty::Array(&Ty::Struct(&LIST_CONFIG_RESOURCES_RESPONSE_CONFIG_RESOURCE))),
+    ],
+    tagged: &[],
+};
+
+/// `ConfigResource`.
+pub(super) static LIST_CONFIG_RESOURCES_RESPONSE_CONFIG_RESOURCE: Schema = Schema {
+    name: "ConfigResource",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("resource_name", 0, MAX, Ty::String),
+        field("resource_type", 1, MAX, Ty::Fixed(1)),
     ],
     tagged: &[],
 };
@@ -2912,6 +4103,539 @@ pub(super) static SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGEMENT_BATCH: Schema = Sche
         field("first_offset", 0, MAX, Ty::Fixed(8)),
         field("last_offset", 0, MAX, Ty::Fixed(8)),
         field("acknowledge_types", 0, MAX, Ty::Array(&Ty::Fixed(1))),
+    ],
+    tagged: &[],
+};
+
+/// `AddRaftVoterRequest`.
+pub(super) static ADD_RAFT_VOTER_REQUEST: Schema = Schema {
+    name: "AddRaftVoterRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("voter_id", 0, MAX, Ty::Fixed(4)),
+        field("voter_directory_id", 0, MAX, Ty::Fixed(16)),
+        field("listeners", 0, MAX, Ty::Array(&Ty::Struct(&ADD_RAFT_VOTER_REQUEST_LISTENER))),
+    ],
+    tagged: &[],
+};
+
+/// `Listener`.
+pub(super) static ADD_RAFT_VOTER_REQUEST_LISTENER: Schema = Schema {
+    name: "Listener",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `AddRaftVoterResponse`.
+pub(super) static ADD_RAFT_VOTER_RESPONSE: Schema = Schema {
+    name: "AddRaftVoterResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `RemoveRaftVoterRequest`.
+pub(super) static REMOVE_RAFT_VOTER_REQUEST: Schema = Schema {
+    name: "RemoveRaftVoterRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("voter_id", 0, MAX, Ty::Fixed(4)),
+        field("voter_directory_id", 0, MAX, Ty::Fixed(16)),
+    ],
+    tagged: &[],
+};
+
+/// `RemoveRaftVoterResponse`.
+pub(super) static REMOVE_RAFT_VOTER_RESPONSE: Schema = Schema {
+    name: "RemoveRaftVoterResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `UpdateRaftVoterRequest`.
+pub(super) static UPDATE_RAFT_VOTER_REQUEST: Schema = Schema {
+    name: "UpdateRaftVoterRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("cluster_id", 0, MAX, Ty::String),
+        field("current_leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("voter_id", 0, MAX, Ty::Fixed(4)),
+        field("voter_directory_id", 0, MAX, Ty::Fixed(16)),
+        field("listeners", 0, MAX, Ty::Array(&Ty::Struct(&UPDATE_RAFT_VOTER_REQUEST_LISTENER))),
+        field("k_raft_version_feature", 0, MAX, Ty::Struct(&UPDATE_RAFT_VOTER_REQUEST_K_RAFT_VERSION_FEATURE)),
+    ],
+    tagged: &[],
+};
+
+/// `KRaftVersionFeature`.
+pub(super) static UPDATE_RAFT_VOTER_REQUEST_K_RAFT_VERSION_FEATURE: Schema = Schema {
+    name: "KRaftVersionFeature",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("min_supported_version", 0, MAX, Ty::Fixed(2)),
+        field("max_supported_version", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `Listener`.
+pub(super) static UPDATE_RAFT_VOTER_REQUEST_LISTENER: Schema = Schema {
+    name: "Listener",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `UpdateRaftVoterResponse`.
+pub(super) static UPDATE_RAFT_VOTER_RESPONSE: Schema = Schema {
+    name: "UpdateRaftVoterResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[
+        tagged(0, "current_leader", 0, MAX, Ty::Struct(&UPDATE_RAFT_VOTER_RESPONSE_CURRENT_LEADER)),
+    ],
+};
+
+/// `CurrentLeader`.
+pub(super) static UPDATE_RAFT_VOTER_RESPONSE_CURRENT_LEADER: Schema = Schema {
+    name: "CurrentLeader",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("leader_id", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("host", 0, MAX, Ty::String),
+        field("port", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `InitializeShareGroupStateRequest`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_REQUEST: Schema = Schema {
+    name: "InitializeShareGroupStateRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&INITIALIZE_SHARE_GROUP_STATE_REQUEST_INITIALIZE_STATE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `InitializeStateData`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_REQUEST_INITIALIZE_STATE_DATA: Schema = Schema {
+    name: "InitializeStateData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&INITIALIZE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("state_epoch", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
+    ],
+    tagged: &[],
+};
+
+/// `InitializeShareGroupStateResponse`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_RESPONSE: Schema = Schema {
+    name: "InitializeShareGroupStateResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&INITIALIZE_SHARE_GROUP_STATE_RESPONSE_INITIALIZE_STATE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `InitializeStateResult`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_RESPONSE_INITIALIZE_STATE_RESULT: Schema = Schema {
+    name: "InitializeStateResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&INITIALIZE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static INITIALIZE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ReadShareGroupStateRequest`.
+pub(super) static READ_SHARE_GROUP_STATE_REQUEST: Schema = Schema {
+    name: "ReadShareGroupStateRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_REQUEST_READ_STATE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `ReadStateData`.
+pub(super) static READ_SHARE_GROUP_STATE_REQUEST_READ_STATE_DATA: Schema = Schema {
+    name: "ReadStateData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static READ_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `ReadShareGroupStateResponse`.
+pub(super) static READ_SHARE_GROUP_STATE_RESPONSE: Schema = Schema {
+    name: "ReadShareGroupStateResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_RESPONSE_READ_STATE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `ReadStateResult`.
+pub(super) static READ_SHARE_GROUP_STATE_RESPONSE_READ_STATE_RESULT: Schema = Schema {
+    name: "ReadStateResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static READ_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("state_epoch", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
+        field("state_batches", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_RESPONSE_STATE_BATCH))),
+    ],
+    tagged: &[],
+};
+
+/// `StateBatch`.
+pub(super) static READ_SHARE_GROUP_STATE_RESPONSE_STATE_BATCH: Schema = Schema {
+    name: "StateBatch",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("first_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("delivery_state", 0, MAX, Ty::Fixed(1)),
+        field("delivery_count", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `WriteShareGroupStateRequest`.
+pub(super) static WRITE_SHARE_GROUP_STATE_REQUEST: Schema = Schema {
+    name: "WriteShareGroupStateRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_SHARE_GROUP_STATE_REQUEST_WRITE_STATE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `WriteStateData`.
+pub(super) static WRITE_SHARE_GROUP_STATE_REQUEST_WRITE_STATE_DATA: Schema = Schema {
+    name: "WriteStateData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static WRITE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("state_epoch", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
+        field("state_batches", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_SHARE_GROUP_STATE_REQUEST_STATE_BATCH))),
+    ],
+    tagged: &[],
+};
+
+/// `StateBatch`.
+pub(super) static WRITE_SHARE_GROUP_STATE_REQUEST_STATE_BATCH: Schema = Schema {
+    name: "StateBatch",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("first_offset", 0, MAX, Ty::Fixed(8)),
+        field("last_offset", 0, MAX, Ty::Fixed(8)),
+        field("delivery_state", 0, MAX, Ty::Fixed(1)),
+        field("delivery_count", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `WriteShareGroupStateResponse`.
+pub(super) static WRITE_SHARE_GROUP_STATE_RESPONSE: Schema = Schema {
+    name: "WriteShareGroupStateResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_SHARE_GROUP_STATE_RESPONSE_WRITE_STATE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `WriteStateResult`.
+pub(super) static WRITE_SHARE_GROUP_STATE_RESPONSE_WRITE_STATE_RESULT: Schema = Schema {
+    name: "WriteStateResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static WRITE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupStateRequest`.
+pub(super) static DELETE_SHARE_GROUP_STATE_REQUEST: Schema = Schema {
+    name: "DeleteShareGroupStateRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_STATE_REQUEST_DELETE_STATE_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteStateData`.
+pub(super) static DELETE_SHARE_GROUP_STATE_REQUEST_DELETE_STATE_DATA: Schema = Schema {
+    name: "DeleteStateData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static DELETE_SHARE_GROUP_STATE_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteShareGroupStateResponse`.
+pub(super) static DELETE_SHARE_GROUP_STATE_RESPONSE: Schema = Schema {
+    name: "DeleteShareGroupStateResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_STATE_RESPONSE_DELETE_STATE_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `DeleteStateResult`.
+pub(super) static DELETE_SHARE_GROUP_STATE_RESPONSE_DELETE_STATE_RESULT: Schema = Schema {
+    name: "DeleteStateResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static DELETE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ReadShareGroupStateSummaryRequest`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_REQUEST: Schema = Schema {
+    name: "ReadShareGroupStateSummaryRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_READ_STATE_SUMMARY_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `ReadStateSummaryData`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_READ_STATE_SUMMARY_DATA: Schema = Schema {
+    name: "ReadStateSummaryData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_PARTITION_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionData`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_PARTITION_DATA: Schema = Schema {
+    name: "PartitionData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `ReadShareGroupStateSummaryResponse`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE: Schema = Schema {
+    name: "ReadShareGroupStateSummaryResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("results", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_READ_STATE_SUMMARY_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `ReadStateSummaryResult`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_READ_STATE_SUMMARY_RESULT: Schema = Schema {
+    name: "ReadStateSummaryResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_PARTITION_RESULT))),
+    ],
+    tagged: &[],
+};
+
+/// `PartitionResult`.
+pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_PARTITION_RESULT: Schema = Schema {
+    name: "PartitionResult",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("partition", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("state_epoch", 0, MAX, Ty::Fixed(4)),
+        field("leader_epoch", 0, MAX, Ty::Fixed(4)),
+        field("start_offset", 0, MAX, Ty::Fixed(8)),
     ],
     tagged: &[],
 };
@@ -3300,6 +5024,22 @@ impl Checked for TxnOffsetCommitResponse {
     const SCHEMA: &'static Schema = &TXN_OFFSET_COMMIT_RESPONSE;
 }
 
+impl Checked for DescribeAclsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_ACLS_REQUEST;
+}
+
+impl Checked for DescribeAclsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_ACLS_RESPONSE;
+}
+
+impl Checked for CreateAclsResponse {
+    const SCHEMA: &'static Schema = &CREATE_ACLS_RESPONSE;
+}
+
+impl Checked for DeleteAclsResponse {
+    const SCHEMA: &'static Schema = &DELETE_ACLS_RESPONSE;
+}
+
 impl Checked for DescribeConfigsRequest {
     const SCHEMA: &'static Schema = &DESCRIBE_CONFIGS_REQUEST;
 }
@@ -3330,6 +5070,10 @@ impl Checked for DescribeLogDirsResponse {
 
 impl Checked for CreatePartitionsResponse {
     const SCHEMA: &'static Schema = &CREATE_PARTITIONS_RESPONSE;
+}
+
+impl Checked for DeleteGroupsResponse {
+    const SCHEMA: &'static Schema = &DELETE_GROUPS_RESPONSE;
 }
 
 impl Checked for ElectLeadersRequest {
@@ -3368,12 +5112,144 @@ impl Checked for OffsetDeleteResponse {
     const SCHEMA: &'static Schema = &OFFSET_DELETE_RESPONSE;
 }
 
+impl Checked for DescribeClientQuotasRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_CLIENT_QUOTAS_REQUEST;
+}
+
+impl Checked for DescribeClientQuotasResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_CLIENT_QUOTAS_RESPONSE;
+}
+
+impl Checked for AlterClientQuotasRequest {
+    const SCHEMA: &'static Schema = &ALTER_CLIENT_QUOTAS_REQUEST;
+}
+
+impl Checked for AlterClientQuotasResponse {
+    const SCHEMA: &'static Schema = &ALTER_CLIENT_QUOTAS_RESPONSE;
+}
+
+impl Checked for DescribeUserScramCredentialsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST;
+}
+
+impl Checked for DescribeUserScramCredentialsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE;
+}
+
+impl Checked for AlterUserScramCredentialsRequest {
+    const SCHEMA: &'static Schema = &ALTER_USER_SCRAM_CREDENTIALS_REQUEST;
+}
+
+impl Checked for AlterUserScramCredentialsResponse {
+    const SCHEMA: &'static Schema = &ALTER_USER_SCRAM_CREDENTIALS_RESPONSE;
+}
+
+impl Checked for VoteRequest {
+    const SCHEMA: &'static Schema = &VOTE_REQUEST;
+}
+
+impl Checked for BeginQuorumEpochRequest {
+    const SCHEMA: &'static Schema = &BEGIN_QUORUM_EPOCH_REQUEST;
+}
+
+impl Checked for EndQuorumEpochRequest {
+    const SCHEMA: &'static Schema = &END_QUORUM_EPOCH_REQUEST;
+}
+
+impl Checked for DescribeQuorumRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_QUORUM_REQUEST;
+}
+
+impl Checked for AlterPartitionRequest {
+    const SCHEMA: &'static Schema = &ALTER_PARTITION_REQUEST;
+}
+
+impl Checked for AlterPartitionResponse {
+    const SCHEMA: &'static Schema = &ALTER_PARTITION_RESPONSE;
+}
+
+impl Checked for UpdateFeaturesRequest {
+    const SCHEMA: &'static Schema = &UPDATE_FEATURES_REQUEST;
+}
+
+impl Checked for UpdateFeaturesResponse {
+    const SCHEMA: &'static Schema = &UPDATE_FEATURES_RESPONSE;
+}
+
+impl Checked for EnvelopeRequest {
+    const SCHEMA: &'static Schema = &ENVELOPE_REQUEST;
+}
+
+impl Checked for EnvelopeResponse {
+    const SCHEMA: &'static Schema = &ENVELOPE_RESPONSE;
+}
+
+impl Checked for FetchSnapshotRequest {
+    const SCHEMA: &'static Schema = &FETCH_SNAPSHOT_REQUEST;
+}
+
 impl Checked for DescribeProducersRequest {
     const SCHEMA: &'static Schema = &DESCRIBE_PRODUCERS_REQUEST;
 }
 
 impl Checked for DescribeProducersResponse {
     const SCHEMA: &'static Schema = &DESCRIBE_PRODUCERS_RESPONSE;
+}
+
+impl Checked for BrokerRegistrationRequest {
+    const SCHEMA: &'static Schema = &BROKER_REGISTRATION_REQUEST;
+}
+
+impl Checked for BrokerRegistrationResponse {
+    const SCHEMA: &'static Schema = &BROKER_REGISTRATION_RESPONSE;
+}
+
+impl Checked for BrokerHeartbeatRequest {
+    const SCHEMA: &'static Schema = &BROKER_HEARTBEAT_REQUEST;
+}
+
+impl Checked for BrokerHeartbeatResponse {
+    const SCHEMA: &'static Schema = &BROKER_HEARTBEAT_RESPONSE;
+}
+
+impl Checked for UnregisterBrokerRequest {
+    const SCHEMA: &'static Schema = &UNREGISTER_BROKER_REQUEST;
+}
+
+impl Checked for UnregisterBrokerResponse {
+    const SCHEMA: &'static Schema = &UNREGISTER_BROKER_RESPONSE;
+}
+
+impl Checked for AllocateProducerIdsRequest {
+    const SCHEMA: &'static Schema = &ALLOCATE_PRODUCER_IDS_REQUEST;
+}
+
+impl Checked for AllocateProducerIdsResponse {
+    const SCHEMA: &'static Schema = &ALLOCATE_PRODUCER_IDS_RESPONSE;
+}
+
+impl Checked for ControllerRegistrationRequest {
+    const SCHEMA: &'static Schema = &CONTROLLER_REGISTRATION_REQUEST;
+}
+
+impl Checked for ControllerRegistrationResponse {
+    const SCHEMA: &'static Schema = &CONTROLLER_REGISTRATION_RESPONSE;
+}
+
+impl Checked for AssignReplicasToDirsRequest {
+    const SCHEMA: &'static Schema = &ASSIGN_REPLICAS_TO_DIRS_REQUEST;
+}
+
+impl Checked for AssignReplicasToDirsResponse {
+    const SCHEMA: &'static Schema = &ASSIGN_REPLICAS_TO_DIRS_RESPONSE;
+}
+
+impl Checked for ListConfigResourcesRequest {
+    const SCHEMA: &'static Schema = &LIST_CONFIG_RESOURCES_REQUEST;
+}
+
+impl Checked for ListConfigResourcesResponse {
+    const SCHEMA: &'static Schema = &LIST_CONFIG_RESOURCES_RESPONSE;
 }
 
 impl Checked for DescribeTopicPartitionsRequest {
@@ -3390,6 +5266,70 @@ impl Checked for ShareFetchRequest {
 
 impl Checked for ShareAcknowledgeRequest {
     const SCHEMA: &'static Schema = &SHARE_ACKNOWLEDGE_REQUEST;
+}
+
+impl Checked for AddRaftVoterRequest {
+    const SCHEMA: &'static Schema = &ADD_RAFT_VOTER_REQUEST;
+}
+
+impl Checked for AddRaftVoterResponse {
+    const SCHEMA: &'static Schema = &ADD_RAFT_VOTER_RESPONSE;
+}
+
+impl Checked for RemoveRaftVoterRequest {
+    const SCHEMA: &'static Schema = &REMOVE_RAFT_VOTER_REQUEST;
+}
+
+impl Checked for RemoveRaftVoterResponse {
+    const SCHEMA: &'static Schema = &REMOVE_RAFT_VOTER_RESPONSE;
+}
+
+impl Checked for UpdateRaftVoterRequest {
+    const SCHEMA: &'static Schema = &UPDATE_RAFT_VOTER_REQUEST;
+}
+
+impl Checked for UpdateRaftVoterResponse {
+    const SCHEMA: &'static Schema = &UPDATE_RAFT_VOTER_RESPONSE;
+}
+
+impl Checked for InitializeShareGroupStateRequest {
+    const SCHEMA: &'static Schema = &INITIALIZE_SHARE_GROUP_STATE_REQUEST;
+}
+
+impl Checked for InitializeShareGroupStateResponse {
+    const SCHEMA: &'static Schema = &INITIALIZE_SHARE_GROUP_STATE_RESPONSE;
+}
+
+impl Checked for ReadShareGroupStateRequest {
+    const SCHEMA: &'static Schema = &READ_SHARE_GROUP_STATE_REQUEST;
+}
+
+impl Checked for ReadShareGroupStateResponse {
+    const SCHEMA: &'static Schema = &READ_SHARE_GROUP_STATE_RESPONSE;
+}
+
+impl Checked for WriteShareGroupStateRequest {
+    const SCHEMA: &'static Schema = &WRITE_SHARE_GROUP_STATE_REQUEST;
+}
+
+impl Checked for WriteShareGroupStateResponse {
+    const SCHEMA: &'static Schema = &WRITE_SHARE_GROUP_STATE_RESPONSE;
+}
+
+impl Checked for DeleteShareGroupStateRequest {
+    const SCHEMA: &'static Schema = &DELETE_SHARE_GROUP_STATE_REQUEST;
+}
+
+impl Checked for DeleteShareGroupStateResponse {
+    const SCHEMA: &'static Schema = &DELETE_SHARE_GROUP_STATE_RESPONSE;
+}
+
+impl Checked for ReadShareGroupStateSummaryRequest {
+    const SCHEMA: &'static Schema = &READ_SHARE_GROUP_STATE_SUMMARY_REQUEST;
+}
+
+impl Checked for ReadShareGroupStateSummaryResponse {
+    const SCHEMA: &'static Schema = &READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE;
 }
 
 impl Checked for DescribeShareGroupOffsetsRequest {
@@ -3439,6 +5379,7 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::AddPartitionsToTxn => Some(&ADD_PARTITIONS_TO_TXN_REQUEST),
         ApiKey::WriteTxnMarkers => Some(&WRITE_TXN_MARKERS_REQUEST),
         ApiKey::TxnOffsetCommit => Some(&TXN_OFFSET_COMMIT_REQUEST),
+        ApiKey::DescribeAcls => Some(&DESCRIBE_ACLS_REQUEST),
         ApiKey::DescribeConfigs => Some(&DESCRIBE_CONFIGS_REQUEST),
         ApiKey::AlterReplicaLogDirs => Some(&ALTER_REPLICA_LOG_DIRS_REQUEST),
         ApiKey::DescribeLogDirs => Some(&DESCRIBE_LOG_DIRS_REQUEST),
@@ -3446,10 +5387,37 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::AlterPartitionReassignments => Some(&ALTER_PARTITION_REASSIGNMENTS_REQUEST),
         ApiKey::ListPartitionReassignments => Some(&LIST_PARTITION_REASSIGNMENTS_REQUEST),
         ApiKey::OffsetDelete => Some(&OFFSET_DELETE_REQUEST),
+        ApiKey::DescribeClientQuotas => Some(&DESCRIBE_CLIENT_QUOTAS_REQUEST),
+        ApiKey::AlterClientQuotas => Some(&ALTER_CLIENT_QUOTAS_REQUEST),
+        ApiKey::DescribeUserScramCredentials => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST),
+        ApiKey::AlterUserScramCredentials => Some(&ALTER_USER_SCRAM_CREDENTIALS_REQUEST),
+        ApiKey::Vote => Some(&VOTE_REQUEST),
+        ApiKey::BeginQuorumEpoch => Some(&BEGIN_QUORUM_EPOCH_REQUEST),
+        ApiKey::EndQuorumEpoch => Some(&END_QUORUM_EPOCH_REQUEST),
+        ApiKey::DescribeQuorum => Some(&DESCRIBE_QUORUM_REQUEST),
+        ApiKey::AlterPartition => Some(&ALTER_PARTITION_REQUEST),
+        ApiKey::UpdateFeatures => Some(&UPDATE_FEATURES_REQUEST),
+        ApiKey::Envelope => Some(&ENVELOPE_REQUEST),
+        ApiKey::FetchSnapshot => Some(&FETCH_SNAPSHOT_REQUEST),
         ApiKey::DescribeProducers => Some(&DESCRIBE_PRODUCERS_REQUEST),
+        ApiKey::BrokerRegistration => Some(&BROKER_REGISTRATION_REQUEST),
+        ApiKey::BrokerHeartbeat => Some(&BROKER_HEARTBEAT_REQUEST),
+        ApiKey::UnregisterBroker => Some(&UNREGISTER_BROKER_REQUEST),
+        ApiKey::AllocateProducerIds => Some(&ALLOCATE_PRODUCER_IDS_REQUEST),
+        ApiKey::ControllerRegistration => Some(&CONTROLLER_REGISTRATION_REQUEST),
+        ApiKey::AssignReplicasToDirs => Some(&ASSIGN_REPLICAS_TO_DIRS_REQUEST),
+        ApiKey::ListConfigResources => Some(&LIST_CONFIG_RESOURCES_REQUEST),
         ApiKey::DescribeTopicPartitions => Some(&DESCRIBE_TOPIC_PARTITIONS_REQUEST),
         ApiKey::ShareFetch => Some(&SHARE_FETCH_REQUEST),
         ApiKey::ShareAcknowledge => Some(&SHARE_ACKNOWLEDGE_REQUEST),
+        ApiKey::AddRaftVoter => Some(&ADD_RAFT_VOTER_REQUEST),
+        ApiKey::RemoveRaftVoter => Some(&REMOVE_RAFT_VOTER_REQUEST),
+        ApiKey::UpdateRaftVoter => Some(&UPDATE_RAFT_VOTER_REQUEST),
+        ApiKey::InitializeShareGroupState => Some(&INITIALIZE_SHARE_GROUP_STATE_REQUEST),
+        ApiKey::ReadShareGroupState => Some(&READ_SHARE_GROUP_STATE_REQUEST),
+        ApiKey::WriteShareGroupState => Some(&WRITE_SHARE_GROUP_STATE_REQUEST),
+        ApiKey::DeleteShareGroupState => Some(&DELETE_SHARE_GROUP_STATE_REQUEST),
+        ApiKey::ReadShareGroupStateSummary => Some(&READ_SHARE_GROUP_STATE_SUMMARY_REQUEST),
         ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
         ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_REQUEST),
         ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_REQUEST),
@@ -3484,18 +5452,44 @@ pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::AddPartitionsToTxn => Some(&ADD_PARTITIONS_TO_TXN_RESPONSE),
         ApiKey::WriteTxnMarkers => Some(&WRITE_TXN_MARKERS_RESPONSE),
         ApiKey::TxnOffsetCommit => Some(&TXN_OFFSET_COMMIT_RESPONSE),
+        ApiKey::DescribeAcls => Some(&DESCRIBE_ACLS_RESPONSE),
+        ApiKey::CreateAcls => Some(&CREATE_ACLS_RESPONSE),
+        ApiKey::DeleteAcls => Some(&DELETE_ACLS_RESPONSE),
         ApiKey::DescribeConfigs => Some(&DESCRIBE_CONFIGS_RESPONSE),
         ApiKey::AlterConfigs => Some(&ALTER_CONFIGS_RESPONSE),
         ApiKey::AlterReplicaLogDirs => Some(&ALTER_REPLICA_LOG_DIRS_RESPONSE),
         ApiKey::DescribeLogDirs => Some(&DESCRIBE_LOG_DIRS_RESPONSE),
         ApiKey::CreatePartitions => Some(&CREATE_PARTITIONS_RESPONSE),
+        ApiKey::DeleteGroups => Some(&DELETE_GROUPS_RESPONSE),
         ApiKey::ElectLeaders => Some(&ELECT_LEADERS_RESPONSE),
         ApiKey::IncrementalAlterConfigs => Some(&INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         ApiKey::AlterPartitionReassignments => Some(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
         ApiKey::ListPartitionReassignments => Some(&LIST_PARTITION_REASSIGNMENTS_RESPONSE),
         ApiKey::OffsetDelete => Some(&OFFSET_DELETE_RESPONSE),
+        ApiKey::DescribeClientQuotas => Some(&DESCRIBE_CLIENT_QUOTAS_RESPONSE),
+        ApiKey::AlterClientQuotas => Some(&ALTER_CLIENT_QUOTAS_RESPONSE),
+        ApiKey::DescribeUserScramCredentials => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE),
+        ApiKey::AlterUserScramCredentials => Some(&ALTER_USER_SCRAM_CREDENTIALS_RESPONSE),
+        ApiKey::AlterPartition => Some(&ALTER_PARTITION_RESPONSE),
+        ApiKey::UpdateFeatures => Some(&UPDATE_FEATURES_RESPONSE),
+        ApiKey::Envelope => Some(&ENVELOPE_RESPONSE),
         ApiKey::DescribeProducers => Some(&DESCRIBE_PRODUCERS_RESPONSE),
+        ApiKey::BrokerRegistration => Some(&BROKER_REGISTRATION_RESPONSE),
+        ApiKey::BrokerHeartbeat => Some(&BROKER_HEARTBEAT_RESPONSE),
+        ApiKey::UnregisterBroker => Some(&UNREGISTER_BROKER_RESPONSE),
+        ApiKey::AllocateProducerIds => Some(&ALLOCATE_PRODUCER_IDS_RESPONSE),
+        ApiKey::ControllerRegistration => Some(&CONTROLLER_REGISTRATION_RESPONSE),
+        ApiKey::AssignReplicasToDirs => Some(&ASSIGN_REPLICAS_TO_DIRS_RESPONSE),
+        ApiKey::ListConfigResources => Some(&LIST_CONFIG_RESOURCES_RESPONSE),
         ApiKey::DescribeTopicPartitions => Some(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE),
+        ApiKey::AddRaftVoter => Some(&ADD_RAFT_VOTER_RESPONSE),
+        ApiKey::RemoveRaftVoter => Some(&REMOVE_RAFT_VOTER_RESPONSE),
+        ApiKey::UpdateRaftVoter => Some(&UPDATE_RAFT_VOTER_RESPONSE),
+        ApiKey::InitializeShareGroupState => Some(&INITIALIZE_SHARE_GROUP_STATE_RESPONSE),
+        ApiKey::ReadShareGroupState => Some(&READ_SHARE_GROUP_STATE_RESPONSE),
+        ApiKey::WriteShareGroupState => Some(&WRITE_SHARE_GROUP_STATE_RESPONSE),
+        ApiKey::DeleteShareGroupState => Some(&DELETE_SHARE_GROUP_STATE_RESPONSE),
+        ApiKey::ReadShareGroupStateSummary => Some(&READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE),
         ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE),
         ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE),
         ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_RESPONSE),
@@ -3549,6 +5543,10 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&WRITE_TXN_MARKERS_RESPONSE, super::tests::roundtrip::<WriteTxnMarkersResponse>),
     (&TXN_OFFSET_COMMIT_REQUEST, super::tests::roundtrip::<TxnOffsetCommitRequest>),
     (&TXN_OFFSET_COMMIT_RESPONSE, super::tests::roundtrip::<TxnOffsetCommitResponse>),
+    (&DESCRIBE_ACLS_REQUEST, super::tests::roundtrip::<DescribeAclsRequest>),
+    (&DESCRIBE_ACLS_RESPONSE, super::tests::roundtrip::<DescribeAclsResponse>),
+    (&CREATE_ACLS_RESPONSE, super::tests::roundtrip::<CreateAclsResponse>),
+    (&DELETE_ACLS_RESPONSE, super::tests::roundtrip::<DeleteAclsResponse>),
     (&DESCRIBE_CONFIGS_REQUEST, super::tests::roundtrip::<DescribeConfigsRequest>),
     (&DESCRIBE_CONFIGS_RESPONSE, super::tests::roundtrip::<DescribeConfigsResponse>),
     (&ALTER_CONFIGS_RESPONSE, super::tests::roundtrip::<AlterConfigsResponse>),
@@ -3557,6 +5555,7 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&DESCRIBE_LOG_DIRS_REQUEST, super::tests::roundtrip::<DescribeLogDirsRequest>),
     (&DESCRIBE_LOG_DIRS_RESPONSE, super::tests::roundtrip::<DescribeLogDirsResponse>),
     (&CREATE_PARTITIONS_RESPONSE, super::tests::roundtrip::<CreatePartitionsResponse>),
+    (&DELETE_GROUPS_RESPONSE, super::tests::roundtrip::<DeleteGroupsResponse>),
     (&ELECT_LEADERS_REQUEST, super::tests::roundtrip::<ElectLeadersRequest>),
     (&ELECT_LEADERS_RESPONSE, super::tests::roundtrip::<ElectLeadersResponse>),
     (&INCREMENTAL_ALTER_CONFIGS_RESPONSE, super::tests::roundtrip::<IncrementalAlterConfigsResponse>),
@@ -3566,12 +5565,61 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&LIST_PARTITION_REASSIGNMENTS_RESPONSE, super::tests::roundtrip::<ListPartitionReassignmentsResponse>),
     (&OFFSET_DELETE_REQUEST, super::tests::roundtrip::<OffsetDeleteRequest>),
     (&OFFSET_DELETE_RESPONSE, super::tests::roundtrip::<OffsetDeleteResponse>),
+    (&DESCRIBE_CLIENT_QUOTAS_REQUEST, super::tests::roundtrip::<DescribeClientQuotasRequest>),
+    (&DESCRIBE_CLIENT_QUOTAS_RESPONSE, super::tests::roundtrip::<DescribeClientQuotasResponse>),
+    (&ALTER_CLIENT_QUOTAS_REQUEST, super::tests::roundtrip::<AlterClientQuotasRequest>),
+    (&ALTER_CLIENT_QUOTAS_RESPONSE, super::tests::roundtrip::<AlterClientQuotasResponse>),
+    (&DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, super::tests::roundtrip::<DescribeUserScramCredentialsRequest>),
+    (&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE, super::tests::roundtrip::<DescribeUserScramCredentialsResponse>),
+    (&ALTER_USER_SCRAM_CREDENTIALS_REQUEST, super::tests::roundtrip::<AlterUserScramCredentialsRequest>),
+    (&ALTER_USER_SCRAM_CREDENTIALS_RESPONSE, super::tests::roundtrip::<AlterUserScramCredentialsResponse>),
+    (&VOTE_REQUEST, super::tests::roundtrip::<VoteRequest>),
+    (&BEGIN_QUORUM_EPOCH_REQUEST, super::tests::roundtrip::<BeginQuorumEpochRequest>),
+    (&END_QUORUM_EPOCH_REQUEST, super::tests::roundtrip::<EndQuorumEpochRequest>),
+    (&DESCRIBE_QUORUM_REQUEST, super::tests::roundtrip::<DescribeQuorumRequest>),
+    (&ALTER_PARTITION_REQUEST, super::tests::roundtrip::<AlterPartitionRequest>),
+    (&ALTER_PARTITION_RESPONSE, super::tests::roundtrip::<AlterPartitionResponse>),
+    (&UPDATE_FEATURES_REQUEST, super::tests::roundtrip::<UpdateFeaturesRequest>),
+    (&UPDATE_FEATURES_RESPONSE, super::tests::roundtrip::<UpdateFeaturesResponse>),
+    (&ENVELOPE_REQUEST, super::tests::roundtrip::<EnvelopeRequest>),
+    (&ENVELOPE_RESPONSE, super::tests::roundtrip::<EnvelopeResponse>),
+    (&FETCH_SNAPSHOT_REQUEST, super::tests::roundtrip::<FetchSnapshotRequest>),
     (&DESCRIBE_PRODUCERS_REQUEST, super::tests::roundtrip::<DescribeProducersRequest>),
     (&DESCRIBE_PRODUCERS_RESPONSE, super::tests::roundtrip::<DescribeProducersResponse>),
+    (&BROKER_REGISTRATION_REQUEST, super::tests::roundtrip::<BrokerRegistrationRequest>),
+    (&BROKER_REGISTRATION_RESPONSE, super::tests::roundtrip::<BrokerRegistrationResponse>),
+    (&BROKER_HEARTBEAT_REQUEST, super::tests::roundtrip::<BrokerHeartbeatRequest>),
+    (&BROKER_HEARTBEAT_RESPONSE, super::tests::roundtrip::<BrokerHeartbeatResponse>),
+    (&UNREGISTER_BROKER_REQUEST, super::tests::roundtrip::<UnregisterBrokerRequest>),
+    (&UNREGISTER_BROKER_RESPONSE, super::tests::roundtrip::<UnregisterBrokerResponse>),
+    (&ALLOCATE_PRODUCER_IDS_REQUEST, super::tests::roundtrip::<AllocateProducerIdsRequest>),
+    (&ALLOCATE_PRODUCER_IDS_RESPONSE, super::tests::roundtrip::<AllocateProducerIdsResponse>),
+    (&CONTROLLER_REGISTRATION_REQUEST, super::tests::roundtrip::<ControllerRegistrationRequest>),
+    (&CONTROLLER_REGISTRATION_RESPONSE, super::tests::roundtrip::<ControllerRegistrationResponse>),
+    (&ASSIGN_REPLICAS_TO_DIRS_REQUEST, super::tests::roundtrip::<AssignReplicasToDirsRequest>),
+    (&ASSIGN_REPLICAS_TO_DIRS_RESPONSE, super::tests::roundtrip::<AssignReplicasToDirsResponse>),
+    (&LIST_CONFIG_RESOURCES_REQUEST, super::tests::roundtrip::<ListConfigResourcesRequest>),
+    (&LIST_CONFIG_RESOURCES_RESPONSE, super::tests::roundtrip::<ListConfigResourcesResponse>),
     (&DESCRIBE_TOPIC_PARTITIONS_REQUEST, super::tests::roundtrip::<DescribeTopicPartitionsRequest>),
     (&DESCRIBE_TOPIC_PARTITIONS_RESPONSE, super::tests::roundtrip::<DescribeTopicPartitionsResponse>),
     (&SHARE_FETCH_REQUEST, super::tests::roundtrip::<ShareFetchRequest>),
     (&SHARE_ACKNOWLEDGE_REQUEST, super::tests::roundtrip::<ShareAcknowledgeRequest>),
+    (&ADD_RAFT_VOTER_REQUEST, super::tests::roundtrip::<AddRaftVoterRequest>),
+    (&ADD_RAFT_VOTER_RESPONSE, super::tests::roundtrip::<AddRaftVoterResponse>),
+    (&REMOVE_RAFT_VOTER_REQUEST, super::tests::roundtrip::<RemoveRaftVoterRequest>),
+    (&REMOVE_RAFT_VOTER_RESPONSE, super::tests::roundtrip::<RemoveRaftVoterResponse>),
+    (&UPDATE_RAFT_VOTER_REQUEST, super::tests::roundtrip::<UpdateRaftVoterRequest>),
+    (&UPDATE_RAFT_VOTER_RESPONSE, super::tests::roundtrip::<UpdateRaftVoterResponse>),
+    (&INITIALIZE_SHARE_GROUP_STATE_REQUEST, super::tests::roundtrip::<InitializeShareGroupStateRequest>),
+    (&INITIALIZE_SHARE_GROUP_STATE_RESPONSE, super::tests::roundtrip::<InitializeShareGroupStateResponse>),
+    (&READ_SHARE_GROUP_STATE_REQUEST, super::tests::roundtrip::<ReadShareGroupStateRequest>),
+    (&READ_SHARE_GROUP_STATE_RESPONSE, super::tests::roundtrip::<ReadShareGroupStateResponse>),
+    (&WRITE_SHARE_GROUP_STATE_REQUEST, super::tests::roundtrip::<WriteShareGroupStateRequest>),
+    (&WRITE_SHARE_GROUP_STATE_RESPONSE, super::tests::roundtrip::<WriteShareGroupStateResponse>),
+    (&DELETE_SHARE_GROUP_STATE_REQUEST, super::tests::roundtrip::<DeleteShareGroupStateRequest>),
+    (&DELETE_SHARE_GROUP_STATE_RESPONSE, super::tests::roundtrip::<DeleteShareGroupStateResponse>),
+    (&READ_SHARE_GROUP_STATE_SUMMARY_REQUEST, super::tests::roundtrip::<ReadShareGroupStateSummaryRequest>),
+    (&READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE, super::tests::roundtrip::<ReadShareGroupStateSummaryResponse>),
     (&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<DescribeShareGroupOffsetsRequest>),
     (&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<DescribeShareGroupOffsetsResponse>),
     (&ALTER_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<AlterShareGroupOffsetsRequest>),

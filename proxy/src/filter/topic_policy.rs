@@ -1,38 +1,81 @@
 //! The running `topic-policy`: which requests it must look at, and its
-//! decision per topic (the rules and the decision itself live in
-//! `sluice-config`'s `policy`; the per-API work in `sluice-kafka`'s).
+//! decision per topic and on the cluster (the rules and the decision itself
+//! live in `sluice-config`'s `policy`; the per-API work in `sluice-kafka`'s
+//! `policy` and `cluster`).
 
+use bytes::Bytes;
 use sluice_config::policy::{self, Decision, Operation};
+use sluice_kafka::cluster::{CLUSTER_RESOURCE, refuse_cluster};
+use sluice_kafka::frame::{FrameError, RequestHeader};
+use sluice_kafka::policy::{Policed, TopicIds, police};
 
 /// A cluster's topic policy, as the data plane asks it.
 #[derive(Debug)]
 pub(crate) struct TopicPolicy {
     policy: policy::TopicPolicy,
-    /// By operation: allowed on every topic to every client, whatever its
-    /// id (then requests of that operation are never looked at).
-    open: [bool; Operation::ALL.len()],
+    /// By operation (of [`Operation::EVERY`]): allowed on every topic (or
+    /// on the cluster) to every client, whatever its id (then requests of
+    /// that operation are never looked at).
+    open: [bool; Operation::EVERY.len()],
 }
 
 impl TopicPolicy {
     pub(crate) fn new(policy: policy::TopicPolicy) -> Self {
         let by_id = policy.rules.iter().any(|r| r.client_ids.is_some());
-        let open = Operation::ALL.map(|op| !by_id && policy.allows_every_topic(op, ""));
+        let open = Operation::EVERY.map(|op| !by_id && policy.allows_every_topic(op, ""));
         TopicPolicy { policy, open }
     }
 
     /// The operation of `api_key` when the proxy must look at its requests:
-    /// `None` for APIs that name no topics, and for operations the policy
-    /// allows on every topic to every client (they cost nothing).
+    /// `None` for APIs that name no topics and do nothing to the cluster,
+    /// and for operations the policy allows on every topic (and, for the
+    /// configs APIs, on the cluster) to every client (they cost nothing).
     pub(crate) fn polices(&self, api_key: i16) -> Option<Operation> {
         let op = policy::operation_of(api_key)?;
-        let at = Operation::ALL.iter().position(|o| *o == op)?;
-        (!self.open[at]).then_some(op)
+        let open = |op: Operation| {
+            let at = Operation::EVERY.iter().position(|o| *o == op);
+            at.is_some_and(|at| self.open[at])
+        };
+        let others = op.on_other_resources();
+        (!open(op) || others.is_some_and(|o| !open(o))).then_some(op)
     }
 
-    /// Whether `client` may do `op` on every topic: its requests of `op`
-    /// need not be decoded.
+    /// Whether `client` may do `op` on every topic (and, for the configs
+    /// APIs, to the cluster; a cluster operation, at all): its requests
+    /// of `op` need not be decoded.
     pub(crate) fn open_for(&self, op: Operation, client: &str) -> bool {
         self.policy.allows_every_topic(op, client)
+            && (op.on_other_resources()).is_none_or(|o| self.policy.allows_every_topic(o, client))
+    }
+
+    /// What becomes of a request of `op` (`frame`, prefix included, to
+    /// `header`) from `client`, its denials noted in `denials`: a cluster
+    /// operation goes on or is answered whole (`sluice_kafka::cluster`);
+    /// the others are judged per topic, and the configs APIs' non-topic
+    /// resources as the cluster.
+    pub(crate) fn police(
+        &self,
+        request: (&Bytes, &RequestHeader),
+        ids: &TopicIds,
+        op: Operation,
+        client: &str,
+        denials: &mut Denials,
+    ) -> Result<Policed, FrameError> {
+        let (frame, header) = request;
+        if self.open_for(op, client) {
+            return Ok(Policed::Forward);
+        }
+        if op.is_cluster() {
+            if denials.note(op, self.policy.decide_cluster(op, client)) {
+                return Ok(Policed::Forward);
+            }
+            let frame = refuse_cluster(frame, header)?;
+            return Ok(Policed::Answer { frame, denied: 1 });
+        }
+        police(frame, header, ids, &mut |topic| {
+            let (judged, decision) = self.judge(op, topic, client);
+            denials.note(judged, decision)
+        })
     }
 
     /// Whether `other` surely decides `op` as this one does, on every topic
@@ -65,41 +108,56 @@ impl TopicPolicy {
 
     /// [`Self::allows`], with the deciding rule of a denial.
     pub(crate) fn decide(&self, op: Operation, topic: &str, client: &str) -> Decision {
-        if topic.is_empty() {
-            return Decision::Deny { rule: None };
+        self.judge(op, topic, client).1
+    }
+
+    /// [`Self::decide`], and the operation judged: a configs API's
+    /// non-topic resource (named [`CLUSTER_RESOURCE`]) is judged as the
+    /// cluster operation beside `op` (`alter-cluster` beside
+    /// `alter-configs`).
+    fn judge(&self, op: Operation, topic: &str, client: &str) -> (Operation, Decision) {
+        if topic == CLUSTER_RESOURCE
+            && let Some(cluster) = op.on_other_resources()
+        {
+            return (cluster, self.policy.decide_cluster(cluster, client));
         }
-        self.policy.decide(op, topic, client)
+        if topic.is_empty() || topic == CLUSTER_RESOURCE {
+            return (op, Decision::Deny { rule: None });
+        }
+        (op, self.policy.decide(op, topic, client))
     }
 }
 
-/// A request's denials by deciding rule, for `sluice_policy_denied_total`.
+/// A request's denials by operation and deciding rule, for
+/// `sluice_policy_denied_total`.
 #[derive(Debug, Default)]
-pub(crate) struct Denials(Vec<(Option<usize>, usize)>);
+pub(crate) struct Denials(Vec<(Operation, Option<usize>, usize)>);
 
 impl Denials {
-    /// Notes one topic's decision; returns whether it was allowed.
-    pub(crate) fn note(&mut self, decision: Decision) -> bool {
+    /// Notes one decision on `op` (a topic's, or the cluster's); returns
+    /// whether it was allowed.
+    pub(crate) fn note(&mut self, op: Operation, decision: Decision) -> bool {
         if let Decision::Deny { rule } = decision {
-            match self.0.iter_mut().find(|(r, _)| *r == rule) {
-                Some((_, n)) => *n += 1,
-                None => self.0.push((rule, 1)),
+            match self.0.iter_mut().find(|(o, r, _)| (*o, *r) == (op, rule)) {
+                Some((_, _, n)) => *n += 1,
+                None => self.0.push((op, rule, 1)),
             }
         }
         decision.allowed()
     }
 
-    /// `(rule label, topics)` for the `denied` topics of one request: the
-    /// noted ones by rule, any others (a request naming every topic, judged
-    /// whole) as `every-topic`.
-    pub(crate) fn by_rule(self, denied: usize) -> Vec<(String, usize)> {
-        let noted: usize = self.0.iter().map(|(_, n)| n).sum();
-        let mut out: Vec<(String, usize)> = self
-            .0
-            .into_iter()
-            .map(|(rule, n)| (rule.map_or("default".into(), |i| (i + 1).to_string()), n))
+    /// `(operation, rule label, denials)` for the `denied` topics (and
+    /// cluster resources) of one request of `op`: the noted ones by rule,
+    /// any others (a request naming every topic, judged whole) as
+    /// `every-topic`.
+    pub(crate) fn by_rule(self, op: Operation, denied: usize) -> Vec<(Operation, String, usize)> {
+        let noted: usize = self.0.iter().map(|(_, _, n)| n).sum();
+        let label = |rule: Option<usize>| rule.map_or("default".into(), |i| (i + 1).to_string());
+        let mut out: Vec<(Operation, String, usize)> = (self.0.into_iter())
+            .map(|(o, rule, n)| (o, label(rule), n))
             .collect();
         if denied > noted {
-            out.push(("every-topic".into(), denied - noted));
+            out.push((op, "every-topic".into(), denied - noted));
         }
         out
     }
@@ -169,14 +227,18 @@ mod tests {
             ("secret-b", "guest"),
             ("orders", "guest"),
         ] {
-            denials.note(policy.decide(Operation::Produce, topic, client));
+            denials.note(
+                Operation::Produce,
+                policy.decide(Operation::Produce, topic, client),
+            );
         }
+        let p = Operation::Produce;
         assert_eq!(
-            denials.by_rule(4),
+            denials.by_rule(p, 4),
             [
-                ("1".to_owned(), 2),
-                ("default".to_owned(), 1),
-                ("every-topic".to_owned(), 1)
+                (p, "1".to_owned(), 2),
+                (p, "default".to_owned(), 1),
+                (p, "every-topic".to_owned(), 1)
             ]
         );
     }
@@ -206,5 +268,100 @@ mod tests {
             rules: vec![consume("b*")],
         });
         assert!(!base.same_for(&default_deny, Operation::Consume));
+    }
+
+    /// `default: deny`, every topic operation on `open.*`: issue 46's hole.
+    fn topics_only(rules: Vec<Rule>) -> TopicPolicy {
+        let mut all = vec![rule(Effect::Allow, &Operation::ALL, "open.*", None)];
+        all.extend(rules);
+        TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Deny,
+            rules: all,
+        })
+    }
+
+    fn cluster_rule(effect: Effect, ops: &[Operation], ids: Option<&str>) -> Rule {
+        Rule {
+            topics: Vec::new(),
+            ..rule(effect, ops, "*", ids)
+        }
+    }
+
+    #[test]
+    fn the_cluster_is_policed_unless_a_rule_opens_it() {
+        let p = topics_only(Vec::new());
+        assert_eq!(p.polices(42), Some(Operation::DeleteGroups));
+        assert_eq!(p.polices(30), Some(Operation::AlterCluster), "CreateAcls");
+        assert_eq!(p.polices(60), None, "DescribeCluster stays open");
+        assert_eq!(p.polices(44), Some(Operation::AlterConfigs));
+        let (op, decision) = p.judge(Operation::AlterConfigs, CLUSTER_RESOURCE, "c");
+        assert_eq!(
+            (op, decision),
+            (Operation::AlterCluster, Decision::Deny { rule: None })
+        );
+        assert!(p.allows(Operation::AlterConfigs, "open.a", "c"));
+
+        // Topics all open, the cluster not: the configs APIs are policed.
+        let open_topics = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Deny,
+            rules: vec![rule(Effect::Allow, &Operation::ALL, "*", None)],
+        });
+        assert_eq!(open_topics.polices(44), Some(Operation::AlterConfigs));
+        assert!(!open_topics.open_for(Operation::AlterConfigs, "c"));
+        assert_eq!(open_topics.polices(0), None);
+        let cluster_open = TopicPolicy::new(policy::TopicPolicy {
+            combine: Combine::First,
+            default: Effect::Deny,
+            rules: vec![
+                rule(Effect::Allow, &Operation::ALL, "*", None),
+                cluster_rule(Effect::Allow, &Operation::CLUSTER, None),
+            ],
+        });
+        assert_eq!(cluster_open.polices(44), None, "nothing to look at");
+        assert_eq!(cluster_open.polices(42), None);
+
+        let ops = topics_only(vec![
+            cluster_rule(Effect::Allow, &[Operation::AlterCluster], Some("ops-*")),
+            cluster_rule(Effect::Allow, &[Operation::DeleteGroups], None),
+        ]);
+        assert!(ops.open_for(Operation::DeleteGroups, "app"), "open to all");
+        assert_eq!(ops.polices(30), Some(Operation::AlterCluster));
+        assert!(ops.open_for(Operation::AlterCluster, "ops-1"));
+        assert!(!ops.open_for(Operation::AlterCluster, "app"));
+        assert!(ops.allows(Operation::AlterConfigs, CLUSTER_RESOURCE, "ops-1"));
+    }
+
+    #[test]
+    fn a_refused_cluster_operation_is_answered_and_counted_as_itself() {
+        use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, GroupId};
+        use kafka_protocol::protocol::StrBytes;
+
+        let mut request = DeleteGroupsRequest::default();
+        request.groups_names = vec![GroupId(StrBytes::from_static_str("g"))];
+        let frame =
+            sluice_kafka::encode::request(ApiKey::DeleteGroups, 2, 5, "app", &request).unwrap();
+        let header = sluice_kafka::frame::request_header(&frame).unwrap();
+        let ids = TopicIds::default();
+        let op = Operation::DeleteGroups;
+
+        let mut denials = Denials::default();
+        let refused = topics_only(Vec::new())
+            .police((&frame, &header), &ids, op, "app", &mut denials)
+            .unwrap();
+        assert!(
+            matches!(refused, Policed::Answer { denied: 1, .. }),
+            "{refused:?}"
+        );
+        assert_eq!(denials.by_rule(op, 1), [(op, "default".to_owned(), 1)]);
+
+        let allowed = topics_only(vec![cluster_rule(Effect::Allow, &[op], Some("app"))]);
+        let mut denials = Denials::default();
+        let policed = allowed
+            .police((&frame, &header), &ids, op, "app", &mut denials)
+            .unwrap();
+        assert!(matches!(policed, Policed::Forward), "{policed:?}");
+        assert!(denials.by_rule(op, 0).is_empty());
     }
 }

@@ -7,6 +7,7 @@
 
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
+use sluice_kafka::cluster::CLUSTER_AUTHORIZATION_FAILED;
 use sluice_kafka::policy::Uuid;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
@@ -313,8 +314,8 @@ fn add_partitions_to_txn_v4_refused_names_the_error_on_every_partition() {
     proxy.assert_clean_logs();
 }
 
-/// Brokers' APIs the policy refuses whole (the operation is not allowed
-/// on every topic): each partition they name gets the error.
+/// Brokers' APIs the policy refuses (cluster operations no rule names:
+/// `holes_cluster`): each partition they name gets the error.
 #[test]
 fn brokers_apis_refused_name_the_error_on_every_partition() {
     let (_tansu, proxy, bootstrap) = policed();
@@ -335,7 +336,7 @@ fn brokers_apis_refused_name_the_error_on_every_partition() {
                 .map(move |p| (t.topic_name.to_string(), p.partition_index, p.error_code))
         })
         .collect();
-    let secret = |p| ("secret".to_owned(), p, TOPIC_AUTHORIZATION_FAILED);
+    let secret = |p| ("secret".to_owned(), p, CLUSTER_AUTHORIZATION_FAILED);
     assert_eq!(codes, [secret(0), secret(3)], "{r:?}");
 
     let mut marker = write_txn_markers_request::WritableTxnMarker::default();
@@ -362,7 +363,7 @@ fn brokers_apis_refused_name_the_error_on_every_partition() {
         .collect();
     assert_eq!(
         codes,
-        [(7, "secret".to_owned(), 2, TOPIC_AUTHORIZATION_FAILED)],
+        [(7, "secret".to_owned(), 2, CLUSTER_AUTHORIZATION_FAILED)],
         "{r:?}"
     );
     assert_eq!(

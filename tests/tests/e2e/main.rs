@@ -10,6 +10,7 @@
 //! - [`policy`]: a topic policy as librdkafka sees it
 //! - [`holes_policy`]: a hostile client's raw requests against a topic policy
 //! - [`holes_protocol`]: a client's raw requests at the protocol's edges: versions, fetch sessions, malformed frames
+//! - [`holes_cluster`]: a policy's default deny over the cluster: broker configs, groups
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
@@ -52,6 +53,7 @@ mod filters_live;
 mod fleet;
 mod gateway;
 mod holes_policy;
+mod holes_cluster;
 mod holes_protocol;
 mod holes_quota;
 mod identity;

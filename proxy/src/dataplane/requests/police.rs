@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sluice_config::policy::Operation;
 use sluice_kafka::frame::expects_response;
-use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, police, produce_head};
+use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, produce_head};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
@@ -132,13 +132,13 @@ where
         let answered = expects_response(&frame, &header);
         let client = client_id(&frame).unwrap_or_default().to_owned();
         let mut denials = Denials::default();
-        let policed = if policy.open_for(op, &client) {
-            Policed::Forward
-        } else {
-            police(&frame, &header, &cluster.topic_ids, &mut |topic| {
-                denials.note(policy.decide(op, topic, &client))
-            })?
-        };
+        let policed = policy.police(
+            (&frame, &header),
+            &cluster.topic_ids,
+            op,
+            &client,
+            &mut denials,
+        )?;
         let (sent, answer) = match policed {
             Policed::Forward => (frame, Answer::Upstream(header)),
             Policed::Split {
@@ -190,9 +190,10 @@ where
     }
 }
 
-/// Counts a request's `denied` topics by their deciding rule.
+/// Counts a request's `denied` topics (and cluster resources) by their
+/// operation and deciding rule.
 fn count_denials(cluster: &ClusterRuntime, op: Operation, denials: Denials, denied: usize) {
-    for (rule, topics) in denials.by_rule(denied) {
-        cluster.metrics.policy_denied(op.name(), rule, topics);
+    for (op, rule, count) in denials.by_rule(op, denied) {
+        cluster.metrics.policy_denied(op.name(), rule, count);
     }
 }
