@@ -188,6 +188,10 @@ pub(super) enum ConnError {
     ClosedMidFrame,
     #[error("closed at the drain deadline")]
     Forced,
+    #[error(
+        "no principal: no authentication.mtls rule maps the client certificate ({0}), and authentication.required is true"
+    )]
+    NoPrincipal(String),
 }
 
 impl ConnError {
@@ -203,7 +207,7 @@ impl ConnError {
             ConnError::Rewrite(_) => CloseReason::Rewrite,
             ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
             ConnError::Upstream(_) => CloseReason::Upstream,
-            ConnError::Tls(_) => CloseReason::Tls,
+            ConnError::Tls(_) | ConnError::NoPrincipal(_) => CloseReason::Tls,
             ConnError::Mismatch { .. } | ConnError::Unsolicited | ConnError::UpstreamClosed(_) => {
                 CloseReason::UpstreamProtocol
             }
@@ -220,6 +224,7 @@ impl ConnError {
             ConnError::Frame(_) => Some(ClientCause::Malformed),
             ConnError::Unsupported { .. } => Some(ClientCause::UnsupportedVersion),
             ConnError::FrameTimeout(_) => Some(ClientCause::FrameTimeout),
+            ConnError::NoPrincipal(_) => Some(ClientCause::NoPrincipal),
             _ => None,
         }
     }

@@ -30,9 +30,7 @@ pub(super) fn identify(
                 .and_then(|c| c.first())
                 .and_then(cert_names)
                 .map_or_else(|| "no certificate".to_owned(), |n| n.subject);
-            return Err(ConnError::Tls(std::io::Error::other(format!(
-                "no principal: no authentication.mtls rule maps the client certificate ({subject}), and authentication.required is true"
-            ))));
+            return Err(ConnError::NoPrincipal(subject));
         }
         None => {}
     }

@@ -22,15 +22,18 @@ pub(crate) enum ClientCause {
     UnsupportedVersion,
     /// A frame started and not finished within `limits.frameTimeout`.
     FrameTimeout,
+    /// A client without a principal where `authentication.required` is set.
+    NoPrincipal,
 }
 
 impl ClientCause {
     /// Every cause, in the order of the limiter's windows.
-    pub(crate) const ALL: [ClientCause; 4] = [
+    pub(crate) const ALL: [ClientCause; 5] = [
         ClientCause::Malformed,
         ClientCause::TooLarge,
         ClientCause::UnsupportedVersion,
         ClientCause::FrameTimeout,
+        ClientCause::NoPrincipal,
     ];
 
     /// Its name, in the metric and the log.
@@ -40,6 +43,7 @@ impl ClientCause {
             ClientCause::TooLarge => "too_large",
             ClientCause::UnsupportedVersion => "unsupported_version",
             ClientCause::FrameTimeout => "frame_timeout",
+            ClientCause::NoPrincipal => "no_principal",
         }
     }
 }
@@ -50,7 +54,7 @@ pub(crate) const WARN_EVERY: Duration = Duration::from_secs(10);
 /// When each cause was last warned about, and how many since were not.
 #[derive(Debug, Default)]
 pub(crate) struct WarnLimiter {
-    windows: [Mutex<Window>; 4],
+    windows: [Mutex<Window>; ClientCause::ALL.len()],
 }
 
 #[derive(Debug, Default)]

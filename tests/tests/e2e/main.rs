@@ -8,9 +8,9 @@
 //! - [`roundtrip`]: real clients through the proxy, exactly once
 //! - [`gateway`]: filters, broker ports, node ids, limits, hostile streams
 //! - [`policy`]: a topic policy as librdkafka sees it
-//! - [`holes_policy`]: a hostile client's raw requests against a topic policy
 //! - [`holes_protocol`]: a client's raw requests at the protocol's edges: versions, fetch sessions, malformed frames
 //! - [`holes_cluster`]: a policy's default deny over the cluster: broker configs, groups
+//! - [`holes_policy`]: a hostile client's raw requests against a topic policy
 //! - [`reload`]: hot reload under load; [`reload_failures`]: reloads that
 //!   must not apply
 //! - [`edges`]: reload-path edges: a FIFO for a file, zero intervals
@@ -52,8 +52,8 @@ mod faults;
 mod filters_live;
 mod fleet;
 mod gateway;
-mod holes_policy;
 mod holes_cluster;
+mod holes_policy;
 mod holes_protocol;
 mod holes_quota;
 mod identity;
