@@ -36,8 +36,8 @@ use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
-use crate::metrics::ClientCause;
 use crate::config::identity::Authentication;
+use crate::metrics::ClientCause;
 
 /// How long a client's TLS handshake may take (on the SNI port, the
 /// ClientHello and the rest each).

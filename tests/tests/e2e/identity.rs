@@ -112,8 +112,15 @@ fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
         proxy.metric("sluice_client_errors_total{cluster=\"identified\",cause=\"no_principal\"}");
     assert!(refusals >= 2.0, "{refusals}");
     // Warned about once per 10 s, not at every retry of the clients.
-    let lines = proxy.logs().iter().filter(|l| l.contains("no principal")).count();
-    assert!((lines as f64) < refusals, "{lines} lines for {refusals} refusals");
+    let lines = proxy
+        .logs()
+        .iter()
+        .filter(|l| l.contains("no principal"))
+        .count();
+    assert!(
+        (lines as f64) < refusals,
+        "{lines} lines for {refusals} refusals"
+    );
 
     // A rule for the guests, by reload: in place (the same generation, no
     // drain), and mallory's next handshake maps.
