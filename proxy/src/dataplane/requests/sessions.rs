@@ -166,7 +166,7 @@ where
         let cluster = request.cluster;
         let answer = session_reset(&request.header)?;
         cluster.metrics.fetch_session_reset();
-        tracing::debug!(cluster = %cluster.name(), "fetch session reset: the consume rules changed");
+        tracing::debug!(cluster = %cluster.name(), "fetch session reset: unknown, or opened under other consume rules");
         self.answer(request, answer).await
     }
 }
