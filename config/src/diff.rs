@@ -7,6 +7,7 @@ use sluice_admin_api::{Changes, ModifiedCluster};
 
 use super::files::FileRef;
 use super::model::{BrokerPorts, ProxyConfig, Routing, Upstream, VirtualCluster};
+use super::tls::GatewayTls;
 use super::types::format_duration;
 
 /// Compares two configurations.
@@ -122,24 +123,7 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
     let (og, ng) = (&old.gateway, &new.gateway);
     r.value("gateway.listenHost", &og.listen_host, &ng.listen_host);
     routing_reasons(&mut r, &og.routing, &ng.routing);
-    match (&og.tls, &ng.tls) {
-        (None, None) => {}
-        (None, Some(_)) => r.push("gateway.tls added"),
-        (Some(_), None) => r.push("gateway.tls removed"),
-        (Some(a), Some(b)) => {
-            r.file(
-                "gateway.tls.certFile",
-                Some(&a.cert_file),
-                Some(&b.cert_file),
-            );
-            r.file("gateway.tls.keyFile", Some(&a.key_file), Some(&b.key_file));
-            r.file(
-                "gateway.tls.clientCaFile",
-                a.client_ca_file.as_ref(),
-                b.client_ca_file.as_ref(),
-            );
-        }
-    }
+    gateway_tls_reasons(&mut r, og.tls.as_ref(), ng.tls.as_ref());
     r.in_place(
         "limits.maxConnections",
         &old.limits.max_connections,
@@ -166,6 +150,29 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
         r.0.push("filters changed".to_owned());
     }
     (r.0, r.1)
+}
+
+/// The gateway's TLS: new material rotates in place, anything more is a
+/// new generation.
+fn gateway_tls_reasons(r: &mut Reasons, old: Option<&GatewayTls>, new: Option<&GatewayTls>) {
+    match (old, new) {
+        (None, None) => {}
+        (None, Some(_)) => r.push("gateway.tls added"),
+        (Some(_), None) => r.push("gateway.tls removed"),
+        (Some(a), Some(b)) => {
+            r.file(
+                "gateway.tls.certFile",
+                Some(&a.cert_file),
+                Some(&b.cert_file),
+            );
+            r.file("gateway.tls.keyFile", Some(&a.key_file), Some(&b.key_file));
+            r.file(
+                "gateway.tls.clientCaFile",
+                a.client_ca_file.as_ref(),
+                b.client_ca_file.as_ref(),
+            );
+        }
+    }
 }
 
 /// The proxy's own credentials and static brokers. New contents of the

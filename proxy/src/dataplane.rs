@@ -28,6 +28,7 @@ mod block;
 mod buffer;
 pub(crate) mod check;
 pub(crate) mod client;
+mod closed;
 pub(crate) mod cluster;
 pub(crate) mod connection;
 pub(crate) mod cores;

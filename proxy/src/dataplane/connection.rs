@@ -26,6 +26,7 @@ use tokio::sync::Semaphore;
 use tokio_rustls::{Accept, StartHandshake};
 use tracing::Instrument;
 
+use super::closed;
 use super::cluster::ClusterRuntime;
 use super::cores::Accepted;
 use super::direction::{ConnError, MAX_IN_FLIGHT};
@@ -37,7 +38,6 @@ use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::upstream;
 use crate::config::identity::Authentication;
-use crate::metrics::ClientCause;
 
 /// How long a client's TLS handshake may take (on the SNI port, the
 /// ClientHello and the rest each).
@@ -113,54 +113,12 @@ pub(crate) async fn serve(
             Err(e) => {
                 cluster.metrics.closed_on_error(e.reason().as_str());
                 cluster.signals.closed_on_error(e.reason());
-                match e {
-                    ConnError::Io(_) | ConnError::ClosedMidFrame => {
-                        tracing::debug!(error = %e, "connection ended")
-                    }
-                    // Said once per cause by the lookup itself.
-                    ConnError::Upstream(upstream::UpstreamError::Lookup { .. }) => {
-                        tracing::debug!(error = %e, "connection closed")
-                    }
-                    // A configuration to fix: said at each attempt.
-                    ConnError::Upstream(upstream::UpstreamError::Itself(_)) => {
-                        tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream address is the proxy's own")
-                    }
-                    ConnError::Upstream(ref u) if u.is_auth() => {
-                        tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
-                    }
-                    ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
-                        tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
-                    }
-                    _ => match e.client_cause() {
-                        Some(cause) => client_warning(&cluster, cause, &e, peer, role),
-                        None => {
-                            tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed on protocol error")
-                        }
-                    },
-                }
+                closed::log(&cluster, &e, peer, role);
             }
         }
     }
     .instrument(span)
     .await;
-}
-
-/// Counts an error a client caused and warns about it, at most once per
-/// cause per 10 s per cluster (the line says how many were not): a client
-/// sending garbage in a loop cannot flood the log.
-fn client_warning(
-    cluster: &ClusterRuntime,
-    cause: ClientCause,
-    e: &ConnError,
-    peer: SocketAddr,
-    role: Role,
-) {
-    let Some(suppressed) = cluster.metrics.client_error(cause) else {
-        tracing::debug!(error = %e, "connection closed on protocol error");
-        return;
-    };
-    let (name, generation, cause) = (cluster.name(), cluster.generation, cause.as_str());
-    tracing::warn!(cluster = %name, generation, %peer, role = ?role, cause, suppressed, error = %e, "connection closed on protocol error");
 }
 
 async fn run(

@@ -1,0 +1,60 @@
+//! What the log says of a connection that closed on an error: each cause
+//! at the level it deserves, and errors a client caused counted and
+//! rate-limited (a client sending garbage in a loop cannot flood the log).
+
+use std::net::SocketAddr;
+
+use super::cluster::ClusterRuntime;
+use super::connection::Role;
+use super::direction::ConnError;
+use super::upstream;
+use crate::metrics::ClientCause;
+
+/// Says why a connection closed on an error, at the level its cause
+/// deserves.
+pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, role: Role) {
+    let (name, generation) = (cluster.name(), cluster.generation);
+    match e {
+        ConnError::Io(_) | ConnError::ClosedMidFrame => {
+            tracing::debug!(error = %e, "connection ended")
+        }
+        // Said once per cause by the lookup itself.
+        ConnError::Upstream(upstream::UpstreamError::Lookup { .. }) => {
+            tracing::debug!(error = %e, "connection closed")
+        }
+        // A configuration to fix: said at each attempt.
+        ConnError::Upstream(upstream::UpstreamError::Itself(_)) => {
+            tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream address is the proxy's own")
+        }
+        ConnError::Upstream(u) if u.is_auth() => {
+            tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
+        }
+        ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
+            tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
+        }
+        _ => match e.client_cause() {
+            Some(cause) => client_warning(cluster, cause, e, peer, role),
+            None => {
+                tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed on protocol error")
+            }
+        },
+    }
+}
+
+/// Counts an error a client caused and warns about it, at most once per
+/// cause per 10 s per cluster (the line says how many were not): a client
+/// sending garbage in a loop cannot flood the log.
+fn client_warning(
+    cluster: &ClusterRuntime,
+    cause: ClientCause,
+    e: &ConnError,
+    peer: SocketAddr,
+    role: Role,
+) {
+    let Some(suppressed) = cluster.metrics.client_error(cause) else {
+        tracing::debug!(error = %e, "connection closed on protocol error");
+        return;
+    };
+    let (name, generation, cause) = (cluster.name(), cluster.generation, cause.as_str());
+    tracing::warn!(cluster = %name, generation, %peer, role = ?role, cause, suppressed, error = %e, "connection closed on protocol error");
+}
