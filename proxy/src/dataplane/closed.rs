@@ -2,17 +2,17 @@
 //! at the level it deserves, and errors a client caused counted and
 //! rate-limited (a client sending garbage in a loop cannot flood the log).
 
+use std::fmt::Debug;
 use std::net::SocketAddr;
 
 use super::cluster::ClusterRuntime;
-use super::connection::Role;
 use super::direction::ConnError;
 use super::upstream;
 use crate::metrics::ClientCause;
 
 /// Says why a connection closed on an error, at the level its cause
 /// deserves.
-pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, role: Role) {
+pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, role: impl Debug) {
     let (name, generation) = (cluster.name(), cluster.generation);
     match e {
         ConnError::Io(_) | ConnError::ClosedMidFrame => {
@@ -49,7 +49,7 @@ fn client_warning(
     cause: ClientCause,
     e: &ConnError,
     peer: SocketAddr,
-    role: Role,
+    role: impl Debug,
 ) {
     let Some(suppressed) = cluster.metrics.client_error(cause) else {
         tracing::debug!(error = %e, "connection closed on protocol error");
