@@ -19,6 +19,7 @@
 //! - `listeners`: port conflicts across the whole configuration
 //! - [`sasl`]: the proxy's own SASL credentials and static broker list upstream
 //! - [`sni`]: server names unique on each SNI port; certificates that cover them
+//! - [`warnings`]: what a valid configuration may still get wrong
 //! - [`tls`]: TLS settings and their loaded material
 //! - [`files`]: where referenced files are read from
 //! - [`diff`]: what changes between two configurations
@@ -46,6 +47,7 @@ pub mod sasl;
 pub mod sni;
 pub mod tls;
 pub mod types;
+pub mod warnings;
 pub mod yaml;
 
 pub use build::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};

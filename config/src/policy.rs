@@ -9,6 +9,8 @@
 //!
 //! Client ids are whatever the client writes in its request header: a rule
 //! on them sorts well-behaved clients, it does not authenticate anyone.
+//! Principals are what the proxy verified (`authentication`): a rule on
+//! them holds whatever the client says about itself.
 
 mod ops;
 mod pattern;
@@ -36,7 +38,28 @@ pub enum Effect {
     Deny,
 }
 
-/// One rule: an effect on some operations, topics and (optionally) client ids.
+/// Who sends a request: the client id it wrote, and the principal the
+/// proxy verified for its connection, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Client<'a> {
+    /// The request header's client id ("" for none).
+    pub id: &'a str,
+    /// The connection's principal (`authentication`); `None`: not known.
+    pub principal: Option<&'a str>,
+}
+
+impl<'a> Client<'a> {
+    /// A client known only by its id.
+    pub fn by_id(id: &'a str) -> Self {
+        Client {
+            id,
+            principal: None,
+        }
+    }
+}
+
+/// One rule: an effect on some operations, topics and (optionally) client
+/// ids and principals.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// Allow or deny.
@@ -48,21 +71,31 @@ pub struct Rule {
     pub topics: Vec<Pattern>,
     /// The client ids it covers; `None`: every client.
     pub client_ids: Option<Vec<Pattern>>,
+    /// The principals it covers; `None`: every client, with a principal or
+    /// without. A rule with principals never covers a client without one.
+    pub principals: Option<Vec<Pattern>>,
 }
 
 impl Rule {
     /// Whether the rule covers `op` for `client` (any topic).
-    fn applies(&self, op: Operation, client: &str) -> bool {
+    fn applies(&self, op: Operation, client: Client<'_>) -> bool {
         self.operations.contains(op)
-            && self
-                .client_ids
-                .as_ref()
-                .is_none_or(|ids| ids.iter().any(|p| p.matches(client)))
+            && (self.client_ids.as_ref()).is_none_or(|ids| ids.iter().any(|p| p.matches(client.id)))
+            && (self.principals.as_ref()).is_none_or(|ps| {
+                client
+                    .principal
+                    .is_some_and(|who| ps.iter().any(|p| p.matches(who)))
+            })
+    }
+
+    /// Whether it covers only some clients (by id or by principal).
+    pub fn names_clients(&self) -> bool {
+        self.client_ids.is_some() || self.principals.is_some()
     }
 
     /// Whether it covers `op` on `topic` for `client`; a cluster operation
     /// is covered whatever the topic.
-    fn matches(&self, op: Operation, topic: &str, client: &str) -> bool {
+    fn matches(&self, op: Operation, topic: &str, client: Client<'_>) -> bool {
         self.applies(op, client)
             && (op.is_cluster() || self.topics.iter().any(|p| p.matches(topic)))
     }
@@ -105,8 +138,9 @@ pub struct TopicPolicy {
 
 impl TopicPolicy {
     /// Whether `client` may do `op` on `topic`. A client without an id
-    /// (null) is matched as the empty id.
-    pub fn decide(&self, op: Operation, topic: &str, client: &str) -> Decision {
+    /// (null) is matched as the empty id; one without a principal, by no
+    /// rule that names principals.
+    pub fn decide(&self, op: Operation, topic: &str, client: Client<'_>) -> Decision {
         let mut matching = self
             .rules
             .iter()
@@ -132,7 +166,7 @@ impl TopicPolicy {
 
     /// Whether `client` may do the cluster operation `op` (topic
     /// operations are refused here: they need a topic).
-    pub fn decide_cluster(&self, op: Operation, client: &str) -> Decision {
+    pub fn decide_cluster(&self, op: Operation, client: Client<'_>) -> Decision {
         if !op.is_cluster() {
             return Decision::Deny { rule: None };
         }
@@ -142,7 +176,7 @@ impl TopicPolicy {
     /// Whether `client` may do `op` on every topic there is, so the proxy
     /// need not look at the topics at all. Exact for a known client id. A
     /// cluster operation is allowed or not, whatever the topic.
-    pub fn allows_every_topic(&self, op: Operation, client: &str) -> bool {
+    pub fn allows_every_topic(&self, op: Operation, client: Client<'_>) -> bool {
         if op.is_cluster() {
             return self.decide_cluster(op, client).allowed();
         }
@@ -174,11 +208,11 @@ impl TopicPolicy {
     /// the cluster, to every client: it then never needs to look at a
     /// request.
     pub fn allows_everything(&self) -> bool {
-        let any_client = self.rules.iter().all(|r| r.client_ids.is_none());
+        let any_client = self.rules.iter().all(|r| !r.names_clients());
         any_client
             && Operation::EVERY
                 .iter()
-                .all(|op| self.allows_every_topic(*op, ""))
+                .all(|op| self.allows_every_topic(*op, Client::default()))
     }
 }
 

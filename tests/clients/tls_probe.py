@@ -5,12 +5,10 @@ usage: tls_probe.py BOOTSTRAP CA [CERT KEY] [--library librdkafka|kafka-python]
 import json
 import sys
 
+from library import take_library
+
 args = sys.argv[1:]
-library = "librdkafka"
-if "--library" in args:
-    i = args.index("--library")
-    library = args[i + 1]
-    del args[i : i + 2]
+library = take_library(args)
 bootstrap, ca = args[0], args[1]
 cert, key = (args[2], args[3]) if len(args) > 3 else (None, None)
 

@@ -3,6 +3,7 @@
 //! at its position.
 
 use super::FilterSpec;
+use crate::identity::MAX_PRINCIPAL_CHARS;
 use crate::policy::{Combine, Effect, Operation, Operations, Pattern, Rule, TopicPolicy};
 use crate::read::{Cx, Fields, index, list, string, suggest};
 use crate::yaml::{Mark, Node};
@@ -78,7 +79,8 @@ fn one_of<T: Copy>(cx: &mut Cx<'_>, node: &Node, path: &str, choices: &[(&str, T
 }
 
 fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
-    let f = Fields::of(cx, node, path, &["allow", "deny", "topics", "clientIds"])?;
+    let keys = ["allow", "deny", "topics", "clientIds", "principals"];
+    let f = Fields::of(cx, node, path, &keys)?;
     let effect = match (f.has("allow"), f.has("deny")) {
         (true, false) => Some(Effect::Allow),
         (false, true) => Some(Effect::Deny),
@@ -120,7 +122,11 @@ fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
     let client_ids = f.optional(cx, "clientIds", |cx, node, path| {
         patterns(cx, node, path, client_pattern)
     });
-    if f.has("clientIds") && client_ids.is_none() {
+    let principals = f.optional(cx, "principals", |cx, node, path| {
+        patterns(cx, node, path, principal_pattern)
+    });
+    // Both read first: each one's errors are reported.
+    if f.has("clientIds") && client_ids.is_none() || f.has("principals") && principals.is_none() {
         return None;
     }
     Some(Rule {
@@ -128,6 +134,7 @@ fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
         operations: operations?,
         topics: topics?,
         client_ids,
+        principals,
     })
 }
 
@@ -220,6 +227,19 @@ fn topic_pattern(text: &str) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// A principal, or a glob of one: no longer than the proxy keeps them.
+fn principal_pattern(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("a principal pattern cannot be empty".to_owned());
+    }
+    if text.chars().count() > MAX_PRINCIPAL_CHARS {
+        return Err(format!(
+            "longer than a principal can be ({MAX_PRINCIPAL_CHARS} characters)"
+        ));
+    }
+    Ok(())
 }
 
 /// A client id, or a glob of one.

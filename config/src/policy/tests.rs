@@ -9,7 +9,12 @@ fn rule(effect: Effect, ops: &[Operation], topics: &[&str], ids: Option<&[&str]>
         operations: ops.iter().copied().collect(),
         topics: topics.iter().map(|t| Pattern::new(t)).collect(),
         client_ids: ids.map(|ids| ids.iter().map(|i| Pattern::new(i)).collect()),
+        principals: None,
     }
+}
+
+fn id(id: &str) -> Client<'_> {
+    Client::by_id(id)
 }
 
 fn allow(ops: &[Operation], topics: &[&str]) -> Rule {
@@ -52,7 +57,7 @@ fn first_match_and_deny_wins() {
         (Combine::First, Create, "orders", d(None)),
     ];
     for (combine, op, topic, expected) in cases {
-        let got = overlapping(combine).decide(op, topic, "any");
+        let got = overlapping(combine).decide(op, topic, id("any"));
         assert_eq!(got, expected, "{combine:?} {op:?} {topic}");
     }
 }
@@ -64,12 +69,15 @@ fn the_default_decides_what_no_rule_matches() {
         default: Effect::Allow,
         rules: vec![deny(&[Produce], &["audit"])],
     };
-    assert_eq!(policy.decide(Produce, "audit", "c"), d(Some(0)));
-    assert_eq!(policy.decide(Produce, "orders", "c"), A);
-    assert_eq!(policy.decide(Describe, "audit", "c"), A);
+    assert_eq!(policy.decide(Produce, "audit", id("c")), d(Some(0)));
+    assert_eq!(policy.decide(Produce, "orders", id("c")), A);
+    assert_eq!(policy.decide(Describe, "audit", id("c")), A);
     policy.default = Effect::Deny;
-    assert_eq!(policy.decide(Produce, "orders", "c"), d(None));
-    assert_eq!(TopicPolicy::default().decide(Describe, "x", ""), d(None));
+    assert_eq!(policy.decide(Produce, "orders", id("c")), d(None));
+    assert_eq!(
+        TopicPolicy::default().decide(Describe, "x", id("")),
+        d(None)
+    );
 }
 
 #[test]
@@ -87,10 +95,10 @@ fn client_ids_narrow_a_rule() {
             allow(&[Describe], &["*"]),
         ],
     };
-    assert_eq!(policy.decide(Produce, "billing.in", "billing-7"), A);
-    assert_eq!(policy.decide(Produce, "billing.in", "reports"), d(None));
-    assert_eq!(policy.decide(Produce, "billing.in", ""), d(None));
-    assert_eq!(policy.decide(Describe, "billing.in", ""), A);
+    assert_eq!(policy.decide(Produce, "billing.in", id("billing-7")), A);
+    assert_eq!(policy.decide(Produce, "billing.in", id("reports")), d(None));
+    assert_eq!(policy.decide(Produce, "billing.in", id("")), d(None));
+    assert_eq!(policy.decide(Describe, "billing.in", id("")), A);
 }
 
 #[test]
@@ -104,10 +112,10 @@ fn every_topic_is_known_without_looking_at_topics() {
             allow(&[Produce], &["orders"]),
         ],
     };
-    assert!(open.allows_every_topic(Produce, "trusted-1"));
-    assert!(!open.allows_every_topic(Produce, "other"));
-    assert!(open.allows_every_topic(Describe, "other"));
-    assert!(!open.allows_every_topic(Consume, "trusted-1"));
+    assert!(open.allows_every_topic(Produce, id("trusted-1")));
+    assert!(!open.allows_every_topic(Produce, id("other")));
+    assert!(open.allows_every_topic(Describe, id("other")));
+    assert!(!open.allows_every_topic(Consume, id("trusted-1")));
     assert!(!open.allows_everything());
 
     // A deny before the catch-all spoils it under first match; under
@@ -118,15 +126,15 @@ fn every_topic_is_known_without_looking_at_topics() {
             default: Effect::Allow,
             rules: vec![deny(&[Produce], &["audit"]), allow(&[Produce], &["*"])],
         };
-        assert!(!p.allows_every_topic(Produce, "c"), "{combine:?}");
-        assert!(p.allows_every_topic(Consume, "c"), "{combine:?}");
+        assert!(!p.allows_every_topic(Produce, id("c")), "{combine:?}");
+        assert!(p.allows_every_topic(Consume, id("c")), "{combine:?}");
     }
     let late_deny = TopicPolicy {
         combine: Combine::First,
         default: Effect::Deny,
         rules: vec![allow(&Operation::ALL, &["*"]), deny(&[Produce], &["audit"])],
     };
-    assert!(late_deny.allows_every_topic(Produce, "c"));
+    assert!(late_deny.allows_every_topic(Produce, id("c")));
     assert!(
         !late_deny.allows_everything(),
         "`all` on every topic leaves the cluster to the default"
@@ -152,8 +160,8 @@ fn every_topic_agrees_with_decide_on_sample_topics() {
     for combine in [Combine::First, Combine::DenyWins] {
         let p = overlapping(combine);
         for op in Operation::ALL {
-            if p.allows_every_topic(op, "c") {
-                assert!(topics.iter().all(|t| p.decide(op, t, "c").allowed()));
+            if p.allows_every_topic(op, id("c")) {
+                assert!(topics.iter().all(|t| p.decide(op, t, id("c")).allowed()));
             }
         }
     }
@@ -177,24 +185,24 @@ fn cluster_operations_are_judged_only_by_rules_naming_them() {
     for combine in [Combine::First, Combine::DenyWins] {
         let mut p = topics_only(combine);
         for op in Operation::CLUSTER {
-            assert_eq!(p.decide_cluster(op, "c"), d(None), "{combine:?} {op:?}");
-            assert!(!p.allows_every_topic(op, "c"));
+            assert_eq!(p.decide_cluster(op, id("c")), d(None), "{combine:?} {op:?}");
+            assert!(!p.allows_every_topic(op, id("c")));
         }
         // A catch-all of topic operations covers no cluster operation.
         p.rules.insert(0, allow(&Operation::ALL, &["*"]));
-        assert_eq!(p.decide_cluster(AlterCluster, "c"), d(None));
+        assert_eq!(p.decide_cluster(AlterCluster, id("c")), d(None));
         assert!(!p.allows_everything());
 
         p.rules
             .push(rule(Effect::Allow, &[AlterCluster], &[], Some(&["ops-*"])));
         p.rules.push(allow(&[DescribeCluster], &[]));
-        assert_eq!(p.decide_cluster(AlterCluster, "ops-1"), A);
-        assert_eq!(p.decide_cluster(AlterCluster, "app"), d(None));
-        assert!(p.allows_every_topic(AlterCluster, "ops-1"));
-        assert_eq!(p.decide_cluster(DescribeCluster, "app"), A);
-        assert_eq!(p.decide_cluster(DeleteGroups, "ops-1"), d(None));
+        assert_eq!(p.decide_cluster(AlterCluster, id("ops-1")), A);
+        assert_eq!(p.decide_cluster(AlterCluster, id("app")), d(None));
+        assert!(p.allows_every_topic(AlterCluster, id("ops-1")));
+        assert_eq!(p.decide_cluster(DescribeCluster, id("app")), A);
+        assert_eq!(p.decide_cluster(DeleteGroups, id("ops-1")), d(None));
         // A topic operation is never judged as a cluster one.
-        assert_eq!(p.decide_cluster(Produce, "ops-1"), d(None));
+        assert_eq!(p.decide_cluster(Produce, id("ops-1")), d(None));
     }
 
     // A deny of a cluster operation: first match takes it in order,
@@ -207,16 +215,22 @@ fn cluster_operations_are_judged_only_by_rules_naming_them() {
             deny(&[AlterCluster, DeleteGroups], &[]),
         ],
     };
-    assert_eq!(with(Combine::First).decide_cluster(AlterCluster, "c"), A);
     assert_eq!(
-        with(Combine::DenyWins).decide_cluster(AlterCluster, "c"),
+        with(Combine::First).decide_cluster(AlterCluster, id("c")),
+        A
+    );
+    assert_eq!(
+        with(Combine::DenyWins).decide_cluster(AlterCluster, id("c")),
         d(Some(1))
     );
     assert_eq!(
-        with(Combine::First).decide_cluster(DeleteGroups, "c"),
+        with(Combine::First).decide_cluster(DeleteGroups, id("c")),
         d(Some(1))
     );
-    assert_eq!(with(Combine::First).decide_cluster(DescribeCluster, "c"), A);
+    assert_eq!(
+        with(Combine::First).decide_cluster(DescribeCluster, id("c")),
+        A
+    );
     let open = TopicPolicy {
         combine: Combine::First,
         default: Effect::Allow,
@@ -225,6 +239,53 @@ fn cluster_operations_are_judged_only_by_rules_naming_them() {
     assert!(
         Operation::CLUSTER
             .iter()
-            .all(|op| open.decide_cluster(*op, "c").allowed())
+            .all(|op| open.decide_cluster(*op, id("c")).allowed())
+    );
+}
+
+#[test]
+fn principals_hold_whatever_the_client_id_says() {
+    let by_principal = |principals: &[&str]| Rule {
+        principals: Some(principals.iter().map(|p| Pattern::new(p)).collect()),
+        ..rule(Effect::Allow, &[Produce], &["billing.*"], None)
+    };
+    let policy = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![by_principal(&["billing", "svc-billing-*"])],
+    };
+    let who = |id, principal| Client { id, principal };
+    assert_eq!(
+        policy.decide(Produce, "billing.in", who("x", Some("billing"))),
+        A
+    );
+    assert_eq!(
+        policy.decide(Produce, "billing.in", who("billing", Some("svc-billing-2"))),
+        A
+    );
+    // Another's client id gives nothing; no principal matches no such rule.
+    assert_eq!(
+        policy.decide(Produce, "billing.in", who("billing", Some("reports"))),
+        d(None)
+    );
+    assert_eq!(policy.decide(Produce, "billing.in", id("billing")), d(None));
+    assert!(policy.allows_every_topic(Describe, id("")) == (policy.default == Effect::Allow));
+    assert!(!policy.allows_everything());
+
+    // Both narrow: the rule covers a client only when each matches.
+    let both = TopicPolicy {
+        rules: vec![Rule {
+            client_ids: Some(vec![Pattern::new("app-*")]),
+            ..by_principal(&["billing"])
+        }],
+        ..policy
+    };
+    assert_eq!(
+        both.decide(Produce, "billing.in", who("app-1", Some("billing"))),
+        A
+    );
+    assert_eq!(
+        both.decide(Produce, "billing.in", who("other", Some("billing"))),
+        d(None)
     );
 }

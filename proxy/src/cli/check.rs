@@ -60,7 +60,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) ->
                 errors: Vec::new(),
                 warnings: expiring(&valid.config.virtual_clusters)
                     .into_iter()
-                    .chain(crate::config::sni::warnings(&valid.config))
+                    .chain(crate::config::warnings::warnings(&valid.config))
                     .collect(),
                 read_error: None,
             },

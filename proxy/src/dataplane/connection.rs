@@ -131,11 +131,15 @@ async fn run(
     // only while they run, not in the connection's task for its whole life.
     let auth = cluster.authentication();
     let auth = auth.as_deref();
+    // Who the client is, when the cluster's authentication says.
+    let mut principal: Option<Arc<str>> = None;
     let client = match (incoming, cluster.acceptor()) {
         (Incoming::Tcp(accepted), Some(acceptor)) => {
             let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
-            Stream::Wrapped(handshake(Box::pin(acceptor.accept(tcp)), auth).await?)
+            let (tls, who) = handshake(Box::pin(acceptor.accept(tcp)), auth).await?;
+            principal = who;
+            Stream::Wrapped(tls)
         }
         (Incoming::Tcp(accepted), None) => {
             let tcp = accepted.register()?;
@@ -145,7 +149,9 @@ async fn run(
         (Incoming::Sni(start), Some(acceptor)) => {
             let _ = start.io.set_nodelay(true);
             let config = Arc::clone(acceptor.config());
-            Stream::Wrapped(handshake(Box::pin((*start).into_stream(config)), auth).await?)
+            let (tls, who) = handshake(Box::pin((*start).into_stream(config)), auth).await?;
+            principal = who;
+            Stream::Wrapped(tls)
         }
         // Validation requires TLS with SNI routing.
         (Incoming::Sni(_), None) => {
@@ -161,29 +167,31 @@ async fn run(
         // whose receiving peer `splice::towards` allows.
         (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
             let (to_client, to_upstream) = (splice::towards(&client), splice::towards(&upstream));
+            let ends = Ends {
+                cluster,
+                told,
+                principal: principal.as_ref(),
+            };
             let (crd, cwr) = client.split();
             let (urd, uwr) = upstream.split();
             // A writer that must not splice is `Copying`: its own type, so
             // the choice takes no room in the connection's task.
             match (to_client, to_upstream) {
-                (true, true) => pipe(crd, cwr, urd, uwr, cluster, told).await,
-                (true, false) => pipe(crd, cwr, urd, Copying(uwr), cluster, told).await,
-                (false, true) => pipe(crd, Copying(cwr), urd, uwr, cluster, told).await,
-                (false, false) => pipe(crd, Copying(cwr), urd, Copying(uwr), cluster, told).await,
+                (true, true) => pipe(crd, cwr, urd, uwr, ends).await,
+                (true, false) => pipe(crd, cwr, urd, Copying(uwr), ends).await,
+                (false, true) => pipe(crd, Copying(cwr), urd, uwr, ends).await,
+                (false, false) => pipe(crd, Copying(cwr), urd, Copying(uwr), ends).await,
             }
         }
         (client, upstream) => {
             let (client_rd, client_wr) = tokio::io::split(client.boxed());
             let (upstream_rd, upstream_wr) = tokio::io::split(upstream.boxed());
-            pipe(
-                client_rd,
-                client_wr,
-                upstream_rd,
-                upstream_wr,
+            let ends = Ends {
                 cluster,
                 told,
-            )
-            .await
+                principal: principal.as_ref(),
+            };
+            pipe(client_rd, client_wr, upstream_rd, upstream_wr, ends).await
         }
     }
 }
@@ -194,15 +202,16 @@ async fn run(
 async fn handshake(
     accept: Pin<Box<Accept<TcpStream>>>,
     auth: Option<&Authentication>,
-) -> Result<BoxIo, ConnError> {
+) -> Result<(BoxIo, Option<Arc<str>>), ConnError> {
     let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
         .await
         .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
         .map_err(ConnError::Tls)?;
-    if let Some(auth) = auth {
-        identity::identify(auth, tls.get_ref().1.peer_certificates())?;
-    }
-    Ok(Box::new(tls))
+    let principal = match auth {
+        Some(auth) => identity::identify(auth, tls.get_ref().1.peer_certificates())?,
+        None => None,
+    };
+    Ok((Box::new(tls), principal.map(Arc::from)))
 }
 
 async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<Stream, ConnError> {
@@ -215,14 +224,22 @@ async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<Stream
     })
 }
 
+/// What both directions of a connection share: its cluster, the client
+/// address to tell the client signals of, the client's principal.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    cluster: &'a ClusterRuntime,
+    told: Option<IpAddr>,
+    principal: Option<&'a Arc<str>>,
+}
+
 /// Runs both directions of a connection to their end.
 async fn pipe<CR, CW, UR, UW>(
     client_rd: CR,
     client_wr: CW,
     upstream_rd: UR,
     upstream_wr: UW,
-    cluster: &ClusterRuntime,
-    told: Option<IpAddr>,
+    ends: Ends<'_>,
 ) -> Result<(), ConnError>
 where
     CR: AsyncRead + Splice + Unpin,
@@ -236,7 +253,12 @@ where
     // Both directions are made inside the block that runs them: made
     // outside and moved in, the connection's task kept room for them twice.
     let both = async move {
-        let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster);
+        let Ends {
+            cluster,
+            told,
+            principal,
+        } = ends;
+        let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster, principal);
         let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
         tokio::pin!(requests, responses);
         tokio::select! {

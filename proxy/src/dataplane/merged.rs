@@ -11,6 +11,7 @@
 //! time goes in either way, unless the broker's own is longer. Kept apart
 //! from the relay of every other response, which this does not change.
 
+use sluice_config::policy::Client;
 use sluice_kafka::frame::RequestHeader;
 use sluice_kafka::policy::Prepended;
 use sluice_kafka::streamed::streams;
@@ -71,7 +72,11 @@ where
     } else {
         frame.clone()
     };
-    let (policy, op, client) = (&merged.policy, merged.op, merged.client.as_str());
+    let (policy, op) = (&merged.policy, merged.op);
+    let client = Client {
+        id: &merged.client,
+        principal: merged.principal.as_deref(),
+    };
     let judged = merged
         .merge
         .apply(&upstream, &mut |topic| policy.allows(op, topic, client));

@@ -52,6 +52,7 @@ pub(super) async fn forward_requests<R, W>(
     tx: Sender<Slot>,
     permits: Arc<Semaphore>,
     cluster: &ClusterRuntime,
+    principal: Option<&Arc<str>>,
 ) -> Result<(), ConnError>
 where
     R: AsyncRead + Splice + Unpin,
@@ -112,6 +113,7 @@ where
             permits: &permits,
             tx: &tx,
             cluster,
+            principal,
         };
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
@@ -192,6 +194,8 @@ struct Request<'a> {
     permits: &'a Arc<Semaphore>,
     tx: &'a Sender<Slot>,
     cluster: &'a ClusterRuntime,
+    /// The connection's principal, if it has one.
+    principal: Option<&'a Arc<str>>,
     /// What the quota filter needs of the response.
     metered: Option<Box<Metered>>,
     /// A full Fetch that opens a session: the rules it was judged by.
@@ -277,10 +281,11 @@ where
     async fn meter(
         &mut self,
         spec: &QuotaSpec,
-        cluster: &ClusterRuntime,
+        conn: &Shared<'_>,
         header: &RequestHeader,
         total: usize,
     ) -> Result<Option<Option<Box<Metered>>>, ConnError> {
+        let cluster = conn.cluster;
         let (buf, rd, wr, clock) = (
             &mut *self.buf,
             &mut *self.rd,
@@ -293,7 +298,8 @@ where
             }
         }
         let id = request_client_id(buf.unread()).flatten();
-        let (until, metered) = throttle::meter(spec, cluster, header, total, id.as_deref());
+        let who = (id.as_deref(), conn.principal.map(|p| &**p));
+        let (until, metered) = throttle::meter(spec, cluster, header, total, who);
         let passed = throttle::hold(until, cluster, buf, wr, &mut *self.stop).await?;
         Ok(passed.then_some(metered))
     }

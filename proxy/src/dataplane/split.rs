@@ -20,6 +20,7 @@ pub(crate) struct Merged {
     pub(super) policy: Arc<TopicPolicy>,
     pub(super) op: Operation,
     pub(super) client: String,
+    pub(super) principal: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Merged {
@@ -34,7 +35,7 @@ impl Merged {
         merge: Merge,
         policy: Arc<TopicPolicy>,
         op: Operation,
-        client: String,
+        (client, principal): (String, Option<Arc<str>>),
     ) -> Self {
         Merged {
             header,
@@ -42,6 +43,7 @@ impl Merged {
             policy,
             op,
             client,
+            principal,
         }
     }
 }

@@ -49,7 +49,7 @@ pub(super) fn meter(
     cluster: &ClusterRuntime,
     header: &RequestHeader,
     total: usize,
-    client_id: Option<&str>,
+    (client_id, _principal): (Option<&str>, Option<&str>),
 ) -> (Instant, Option<Box<Metered>>) {
     let client = cluster.quota.client(client_id, spec.max_client_ids);
     let now = Instant::now();

@@ -4,7 +4,9 @@
 //! mapped by no rule. With `required: true` the third is refused after its
 //! handshake, and no connection reaches the broker for it (a relay in front
 //! of tansu counts them; the brokers are listed in `upstream.nodes`, so the
-//! proxy never connects upstream on its own).
+//! proxy never connects upstream on its own). Then rights by principal:
+//! two certificates of one CA, a topic policy keyed on their principals,
+//! and a client that says another's client id keeps its own rights.
 
 use std::time::Duration;
 
@@ -27,6 +29,16 @@ const RULES: &str = "    authentication:
             case: lower
       required: true
 ";
+
+/// A proxy configuration of one TLS cluster, `identified`, on ports `base`
+/// and `base + 1`, in front of the broker at `upstream` (listed in
+/// `upstream.nodes`), with `rest` (its `authentication`, its filters).
+fn identified(base: u16, upstream: &str, rest: &str) -> String {
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: identified\n    upstream:\n      bootstrapServers: [\"{upstream}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{upstream}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n      tls: {{ certFile: server.crt, keyFile: server.key, clientCaFile: ca.pem }}\n{rest}",
+        base + 1,
+    )
+}
 
 #[test]
 fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
@@ -55,11 +67,7 @@ fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
     tansu.create_topic("orders", 1);
     let relay = CountingRelay::start(&tansu.addr);
     let base = ports(2);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: identified\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n      tls: {{ certFile: server.crt, keyFile: server.key, clientCaFile: ca.pem }}\n{RULES}",
-        base + 1,
-        relay = relay.addr,
-    );
+    let config = identified(base, &relay.addr, RULES);
     let mut proxy = Proxy::start_in(dir, &config);
     proxy.allow("client tls handshake");
     proxy.allow("no principal");
@@ -143,5 +151,80 @@ fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
             .any(|l| l.contains("CN=mallory,OU=guests,O=Sluice tests")),
         "the refusal names the certificate"
     );
+    proxy.assert_clean_logs();
+}
+
+/// Rights by principal: alice may write `orders`, bob `audit`; both may
+/// describe every topic. Bob's client sets alice's client id.
+const BY_PRINCIPAL: &str = "    authentication:
+      mtls:
+        principals:
+          - { from: subject, match: \"CN=([^,]+),OU=staff,.*\", principal: \"$1\" }
+    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - { allow: [produce], topics: [orders], principals: [alice] }
+            - { allow: [produce], topics: [audit], principals: [\"b*\"] }
+            - { allow: [describe], topics: [\"*\"] }
+";
+
+#[test]
+fn two_certificates_of_one_ca_get_their_own_rights_whatever_client_id_they_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("sluice identity CA");
+    ca.write(dir.path(), "ca.pem");
+    ca.server("proxy", 1)
+        .write(dir.path(), "server.crt", "server.key");
+    for name in ["alice", "bob"] {
+        ca.client(name, "staff", &[]).write(
+            dir.path(),
+            &format!("{name}.crt"),
+            &format!("{name}.key"),
+        );
+    }
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    tansu.create_topic("audit", 1);
+    let base = ports(2);
+    let proxy = Proxy::start_in(dir, &identified(base, &tansu.addr, BY_PRINCIPAL));
+    let bootstrap = format!("127.0.0.1:{base}");
+    let file = |name: &str| proxy.dir().join(name).display().to_string();
+    let produce = |who: &str, client_id: &str, library: &str| {
+        let (crt, key) = (file(&format!("{who}.crt")), file(&format!("{who}.key")));
+        let args = [
+            &bootstrap[..],
+            &file("ca.pem"),
+            &crt,
+            &key,
+            client_id,
+            "orders",
+            "audit",
+            "--library",
+            library,
+        ];
+        python::run_json("tls_produce.py", &args, Duration::from_secs(90))
+    };
+
+    for library in ["librdkafka", "kafka-python"] {
+        let alice = produce("alice", "alice", library);
+        assert_eq!(alice["orders"]["ok"], true, "alice, {library}: {alice}");
+        assert_eq!(alice["audit"]["ok"], false, "alice, {library}: {alice}");
+        // Bob says he is alice; his certificate says otherwise.
+        let bob = produce("bob", "alice", library);
+        assert_eq!(bob["audit"]["ok"], true, "bob, {library}: {bob}");
+        assert_eq!(bob["orders"]["ok"], false, "bob as alice, {library}: {bob}");
+        let error = bob["orders"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("TOPIC_AUTHORIZATION_FAILED")
+                || error.contains("TopicAuthorizationFailed"),
+            "bob, {library}: {bob}"
+        );
+    }
+    let denied = proxy.metric(
+        "sluice_policy_denied_total{cluster=\"identified\",operation=\"produce\",rule=\"default\"}",
+    );
+    assert!(denied >= 4.0, "{denied}");
     proxy.assert_clean_logs();
 }

@@ -18,7 +18,7 @@ pub const MAX_WARNING_CHARS: usize = 120;
 /// coverage (nothing to say when files are not read), then the change, if
 /// it replaces a valid one.
 pub fn admission_warnings(d: Option<&Changes>, config: &ProxyConfig) -> Vec<String> {
-    let mut all = sluice_config::sni::warnings(config);
+    let mut all = sluice_config::warnings::warnings(config);
     all.extend(d.map(changes).unwrap_or_default());
     summarise(all)
 }

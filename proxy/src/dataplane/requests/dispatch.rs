@@ -21,11 +21,13 @@ use super::{Request, Way, decide};
 use crate::filter::Verdict;
 
 /// What every request of a connection shares: its in-flight slots, the
-/// response side's queue, the cluster.
+/// response side's queue, the cluster, the client's principal.
 pub(super) struct Shared<'a> {
     pub(super) permits: &'a Arc<Semaphore>,
     pub(super) tx: &'a Sender<Slot>,
     pub(super) cluster: &'a ClusterRuntime,
+    /// The connection's principal, if it has one.
+    pub(super) principal: Option<&'a Arc<str>>,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -48,7 +50,7 @@ where
         let metered = match chain.quota {
             Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
                 // Held until its turn: `None` when the drain came first.
-                match Box::pin(self.meter(&spec, cluster, &header, total)).await? {
+                match Box::pin(self.meter(&spec, &conn, &header, total)).await? {
                     Some(metered) => metered,
                     None => return Ok(true),
                 }
@@ -66,7 +68,8 @@ where
         let policy = policed.as_ref().map(|(p, _)| p).filter(|_| fetch);
         let sessions = &cluster.metrics.fetch_sessions;
         let session = if fetch && watching(sessions, policy) {
-            Box::pin(self.session(&header, total, policy, sessions)).await?
+            let principal = conn.principal.map(|p| &**p);
+            Box::pin(self.session(&header, total, policy, sessions, principal)).await?
         } else {
             Session::Goes
         };
@@ -81,6 +84,7 @@ where
             permits: conn.permits,
             tx: conn.tx,
             cluster,
+            principal: conn.principal,
             metered,
             opens,
         };

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sluice_config::policy::Operation;
+use sluice_config::policy::{Client, Operation};
 use sluice_kafka::frame::expects_response;
 use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, produce_head};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -37,10 +37,14 @@ where
         policy: Arc<TopicPolicy>,
     ) -> Result<bool, ConnError> {
         let (version, ids) = (request.header.api_version, &request.cluster.topic_ids);
+        let principal = request.principal.map(|p| &**p);
         let streams = self
             .head_open(request.total, |unread| {
                 let head = produce_head(unread, version)?;
-                let client = head.client_id;
+                let client = Client {
+                    id: head.client_id,
+                    principal,
+                };
                 let first = head.first.map(Cow::Borrowed).or_else(|| {
                     let name = head.first_id.and_then(|id| ids.name(id));
                     name.map(Cow::Owned)
@@ -70,11 +74,15 @@ where
         policy: Arc<TopicPolicy>,
     ) -> Result<bool, ConnError> {
         let (version, ids) = (request.header.api_version, &request.cluster.topic_ids);
+        let principal = request.principal.map(|p| &**p);
         let op = Operation::Consume;
         let open = self
             .head_open(request.total, |unread| {
                 let head = fetch_head(unread, version)?;
-                let client = head.client_id;
+                let client = Client {
+                    id: head.client_id,
+                    principal,
+                };
                 let allowed = |topic: &TopicRef<'_>| match topic {
                     TopicRef::Name(name) => policy.allows(op, name, client),
                     TopicRef::Id(id) => {
@@ -131,14 +139,14 @@ where
         // Produce with acks=0 gets no answer, whatever becomes of it.
         let answered = expects_response(&frame, &header);
         let client = client_id(&frame).unwrap_or_default().to_owned();
+        let principal = request.principal.cloned();
+        let who = Client {
+            id: &client,
+            principal: principal.as_deref(),
+        };
         let mut denials = Denials::default();
-        let policed = policy.police(
-            (&frame, &header),
-            &cluster.topic_ids,
-            op,
-            &client,
-            &mut denials,
-        )?;
+        let policed =
+            policy.police((&frame, &header), &cluster.topic_ids, op, who, &mut denials)?;
         let (sent, answer) = match policed {
             Policed::Forward => (frame, Answer::Upstream(header)),
             Policed::Split {
@@ -155,7 +163,7 @@ where
                     }
                     None => frame,
                 };
-                let merged = Merged::new(header, merge, policy, op, client);
+                let merged = Merged::new(header, merge, policy, op, (client, principal));
                 (sent, Answer::Merged(Box::new(merged)))
             }
             Policed::Answer {

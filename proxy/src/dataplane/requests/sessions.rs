@@ -21,7 +21,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use sluice_config::policy::Operation;
+use sluice_config::policy::{Client, Operation};
 use sluice_kafka::frame::{RequestHeader, request_client_id};
 use sluice_kafka::session::{FetchSession, fetch_response_session, fetch_session, session_reset};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -136,15 +136,17 @@ where
         total: usize,
         policy: Option<&Arc<TopicPolicy>>,
         sessions: &FetchSessions,
+        principal: Option<&str>,
     ) -> Result<Session, ConnError> {
         let version = header.api_version;
         loop {
             let unread = self.buf.unread();
             let session = fetch_session(unread, version);
             if let (Some(session), Some(client)) = (session, request_client_id(unread)) {
-                let client = client.unwrap_or_default();
+                let id = client.unwrap_or_default();
+                let client = Client { id: &id, principal };
                 let now = policy
-                    .filter(|p| !p.open_for(Operation::Consume, &client))
+                    .filter(|p| !p.open_for(Operation::Consume, client))
                     .cloned();
                 return Ok(on_fetch(sessions, Some(session), now));
             }
@@ -183,6 +185,7 @@ mod tests {
             operations: [op].into_iter().collect(),
             topics: vec![Pattern::new(topic)],
             client_ids: None,
+            principals: None,
         };
         Arc::new(TopicPolicy::new(sluice_config::policy::TopicPolicy {
             combine: Combine::First,

@@ -57,6 +57,7 @@ where
                     permits,
                     tx,
                     cluster,
+                    principal: None,
                     metered: None,
                     opens: None,
                 };
