@@ -23,6 +23,7 @@ mod families;
 mod labels;
 mod per_api;
 mod per_cluster;
+mod principals;
 mod sessions;
 
 pub(crate) use client_errors::ClientCause;
@@ -33,6 +34,7 @@ pub use labels::{
     ResultLabels, UnroutedLabel,
 };
 use per_api::PerApi;
+use principals::PrincipalLabels;
 pub(crate) use sessions::{FetchSessions, Judged};
 
 /// Counts connections the shared SNI port closed because no cluster has
@@ -62,6 +64,8 @@ pub struct Metrics {
     fetch_sessions: per_cluster::PerCluster<FetchSessions>,
     /// Each virtual cluster's warnings about its clients, by cluster name.
     client_warnings: per_cluster::PerCluster<WarnLimiter>,
+    /// Each virtual cluster's principals with a label of their own.
+    principal_labels: per_cluster::PerCluster<PrincipalLabels>,
 }
 
 impl Default for Metrics {
@@ -90,6 +94,7 @@ impl Metrics {
             topic_ids: std::sync::Mutex::default(),
             fetch_sessions: per_cluster::PerCluster::default(),
             client_warnings: per_cluster::PerCluster::default(),
+            principal_labels: per_cluster::PerCluster::default(),
         }
     }
 
@@ -203,6 +208,7 @@ impl Metrics {
             requests: Arc::new(PerApi::default()),
             fetch_sessions: self.fetch_sessions.cluster(name),
             client_warnings: self.client_warnings.cluster(name),
+            principal_labels: self.principal_labels.cluster(name),
         }
     }
 }
@@ -237,6 +243,8 @@ pub struct ClusterMetrics {
     pub(crate) fetch_sessions: Arc<FetchSessions>,
     /// When the cluster last warned about its clients, by cause.
     client_warnings: Arc<WarnLimiter>,
+    /// The principals it labels by name (`principals`).
+    principal_labels: Arc<PrincipalLabels>,
 }
 
 impl ClusterMetrics {
@@ -287,11 +295,18 @@ impl ClusterMetrics {
 
     /// Counts `topics` topics a topic policy refused `operation` on, by
     /// the deciding `rule` (see [`OperationLabels::rule`]).
-    pub(crate) fn policy_denied(&self, operation: &'static str, rule: String, topics: usize) {
+    pub(crate) fn policy_denied(
+        &self,
+        operation: &'static str,
+        rule: String,
+        principal: Option<&str>,
+        topics: usize,
+    ) {
         let labels = OperationLabels {
             cluster: self.name.clone(),
             operation,
             rule,
+            principal: self.principal_labels.label(principal),
         };
         let family = &self.families.policy_denied;
         family.get_or_create(&labels).inc_by(topics as u64);

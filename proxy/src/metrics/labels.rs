@@ -57,6 +57,9 @@ pub struct OperationLabels {
     /// no rule matched; `every-topic` for a request naming every topic,
     /// which no policy allows.
     pub rule: String,
+    /// The request's principal: "" without one; `other` past the first
+    /// hundred a cluster has seen (`principals`).
+    pub principal: String,
 }
 
 /// `reason` label of connections the SNI port could not route.

@@ -184,7 +184,7 @@ fn default_deny_refuses_the_cluster_and_keeps_the_connection() {
         ("delete-groups", 1.0),
     ] {
         let series = format!(
-            "sluice_policy_denied_total{{cluster=\"edge\",operation=\"{operation}\",rule=\"default\"}}"
+            "sluice_policy_denied_total{{cluster=\"edge\",operation=\"{operation}\",rule=\"default\",principal=\"\"}}"
         );
         assert_eq!(proxy.metric(&series), count, "{series}");
     }
@@ -219,7 +219,7 @@ fn a_rule_naming_the_cluster_operations_lets_them_through() {
     );
     for operation in ["alter-cluster", "describe-cluster", "delete-groups"] {
         let series = format!(
-            "sluice_policy_denied_total{{cluster=\"edge\",operation=\"{operation}\",rule=\"default\"}}"
+            "sluice_policy_denied_total{{cluster=\"edge\",operation=\"{operation}\",rule=\"default\",principal=\"\"}}"
         );
         assert_eq!(proxy.metric(&series), 0.0, "{series}");
     }

@@ -69,7 +69,7 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
     // and fails its message without a Produce.
     assert!(
         proxy.metric(
-            "sluice_policy_denied_total{cluster=\"edge\",operation=\"describe\",rule=\"1\"}"
+            "sluice_policy_denied_total{cluster=\"edge\",operation=\"describe\",rule=\"1\",principal=\"\"}"
         ) >= 1.0
     );
 
@@ -105,7 +105,7 @@ fn librdkafka_sees_per_topic_results_and_metadata_without_the_denied_topic() {
     );
     assert_eq!(
         proxy.metric(
-            "sluice_policy_denied_total{cluster=\"edge\",operation=\"produce\",rule=\"1\"}"
+            "sluice_policy_denied_total{cluster=\"edge\",operation=\"produce\",rule=\"1\",principal=\"\"}"
         ),
         1.0
     );

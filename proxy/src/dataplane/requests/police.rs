@@ -154,7 +154,7 @@ where
                 merge,
                 denied,
             } => {
-                count_denials(cluster, op, denials, denied);
+                count_denials(cluster, (op, principal.as_deref()), denials, denied);
                 let sent = match part {
                     Some(part) => {
                         drop(frame);
@@ -171,7 +171,7 @@ where
                 denied,
             } => {
                 drop(frame);
-                count_denials(cluster, op, denials, denied);
+                count_denials(cluster, (op, principal.as_deref()), denials, denied);
                 if !answered {
                     return Ok(false);
                 }
@@ -200,8 +200,13 @@ where
 
 /// Counts a request's `denied` topics (and cluster resources) by their
 /// operation and deciding rule.
-fn count_denials(cluster: &ClusterRuntime, op: Operation, denials: Denials, denied: usize) {
+fn count_denials(
+    cluster: &ClusterRuntime,
+    (op, who): (Operation, Option<&str>),
+    denials: Denials,
+    denied: usize,
+) {
     for (op, rule, count) in denials.by_rule(op, denied) {
-        cluster.metrics.policy_denied(op.name(), rule, count);
+        cluster.metrics.policy_denied(op.name(), rule, who, count);
     }
 }

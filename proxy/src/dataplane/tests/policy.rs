@@ -71,8 +71,7 @@ fn pairs(p: &[(&str, i16)]) -> Vec<(String, i16)> {
     p.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect()
 }
 
-const DENIED_DESCRIBE: &str =
-    "sluice_policy_denied_total{cluster=\"orders\",operation=\"describe\",rule=\"default\"}";
+const DENIED_DESCRIBE: &str = "sluice_policy_denied_total{cluster=\"orders\",operation=\"describe\",rule=\"default\",principal=\"\"}";
 
 #[tokio::test]
 async fn a_mixed_request_is_split_forwarded_and_merged() {

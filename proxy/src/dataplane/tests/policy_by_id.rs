@@ -135,7 +135,6 @@ async fn produce_v13_by_id_is_judged_by_the_names_metadata_taught() {
     let got = read_frame(&mut client).await;
     assert_eq!(correlation(&got), 4);
     assert_eq!(results(&got), [(2, 29)]);
-    let produce =
-        "sluice_policy_denied_total{cluster=\"orders\",operation=\"produce\",rule=\"default\"}";
+    let produce = "sluice_policy_denied_total{cluster=\"orders\",operation=\"produce\",rule=\"default\",principal=\"\"}";
     assert_eq!(rig.metric(produce), 2.0);
 }

@@ -150,8 +150,7 @@ async fn topics_named_by_id_are_judged_by_the_names_metadata_taught() {
         topics(&merged, BY_ID),
         [by_id(2, 29, false), by_id(3, 100, false), by_id(1, 0, true)]
     );
-    let consume =
-        "sluice_policy_denied_total{cluster=\"orders\",operation=\"consume\",rule=\"default\"}";
+    let consume = "sluice_policy_denied_total{cluster=\"orders\",operation=\"consume\",rule=\"default\",principal=\"\"}";
     assert_eq!(rig.metric(consume), 2.0, "unknown ids are not denials");
 }
 

@@ -47,8 +47,7 @@ fn results(frame: &[u8]) -> Vec<(String, i16)> {
         .collect()
 }
 
-const DENIED: &str =
-    "sluice_policy_denied_total{cluster=\"orders\",operation=\"produce\",rule=\"default\"}";
+const DENIED: &str = "sluice_policy_denied_total{cluster=\"orders\",operation=\"produce\",rule=\"default\",principal=\"\"}";
 
 #[tokio::test]
 async fn one_allowed_topic_streams_before_the_request_has_all_arrived() {
