@@ -40,7 +40,7 @@ pub enum Effect {
 
 /// Who sends a request: the client id it wrote, and the principal the
 /// proxy verified for its connection, if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Client<'a> {
     /// The request header's client id ("" for none).
     pub id: &'a str,

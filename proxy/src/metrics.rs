@@ -35,7 +35,7 @@ pub use labels::{
 };
 use per_api::PerApi;
 use principals::PrincipalLabels;
-pub(crate) use sessions::{FetchSessions, Judged};
+pub(crate) use sessions::{FetchSessions, Judged, Rules, who};
 
 /// Counts connections the shared SNI port closed because no cluster has
 /// their server name.

@@ -57,6 +57,12 @@ impl<R> SessionBook<R> {
         self.sessions.is_empty()
     }
 
+    /// The rules session `id` was opened under (`Some(None)`: none), if
+    /// it is remembered.
+    pub fn get(&self, id: i32) -> Option<&Option<R>> {
+        self.sessions.get(&id).map(|(rules, _)| rules)
+    }
+
     /// Session `id` (0: none) was opened by a full Fetch judged by `rules`.
     pub fn opened(&mut self, id: i32, rules: Option<R>) {
         if id == 0 {

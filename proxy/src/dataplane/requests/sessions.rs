@@ -33,7 +33,7 @@ use crate::dataplane::direction::{CHUNK, ConnError, FrameClock};
 use crate::dataplane::held::response_head;
 use crate::dataplane::splice::Splice;
 use crate::filter::topic_policy::TopicPolicy;
-use crate::metrics::{FetchSessions, Judged};
+use crate::metrics::{FetchSessions, Judged, Rules, who};
 
 /// Fetch's API key.
 pub(super) const FETCH: i16 = 1;
@@ -147,13 +147,16 @@ where
                 let client = Client { id: &id, principal };
                 let now = policy
                     .filter(|p| !p.open_for(Operation::Consume, client))
-                    .cloned();
+                    .map(|p| Rules {
+                        policy: Arc::clone(p),
+                        who: who(client),
+                    });
                 return Ok(on_fetch(sessions, Some(session), now));
             }
             if unread.len() >= total.min(CHUNK) {
                 // Not readable within a chunk (header tags of kilobytes):
                 // taken as incremental, judged by the strictest reading.
-                return Ok(on_fetch(sessions, None, policy.cloned()));
+                return Ok(Session::Reset);
             }
             if self.buf.read_more(self.rd, self.wr, self.clock).await? == 0 {
                 return Err(ConnError::ClosedMidFrame);
@@ -197,6 +200,12 @@ mod tests {
         }))
     }
 
+    /// `policy` judging client `app`.
+    fn rules(policy: Option<Arc<TopicPolicy>>) -> Judged {
+        let who = who(Client::by_id("app"));
+        policy.map(|policy| Rules { policy, who })
+    }
+
     const FULL: Option<FetchSession> = Some(FetchSession { id: 0, epoch: 0 });
     const NEXT: Option<FetchSession> = Some(FetchSession { id: 7, epoch: 3 });
 
@@ -214,14 +223,14 @@ mod tests {
     #[test]
     fn an_incremental_fetch_goes_on_only_in_a_session_opened_under_its_rules() {
         let s = FetchSessions::default();
-        let on = |session, now: Option<Arc<TopicPolicy>>| said(on_fetch(&s, session, now));
+        let on = |session, now: Option<Arc<TopicPolicy>>| said(on_fetch(&s, session, rules(now)));
         assert!(!watching(&s, None), "no policy, before or after: not read");
         let first = policy("b", "x");
         assert!(watching(&s, Some(&first)));
         assert_eq!(on(NEXT, Some(Arc::clone(&first))), "reset", "unknown");
         assert_eq!(on(FULL, Some(Arc::clone(&first))), "opens policed");
         // Its response gave it id 7.
-        s.opened(7, Some(Arc::clone(&first)));
+        s.opened(7, rules(Some(Arc::clone(&first))));
         assert!(watching(&s, None), "opened under a policy: still read");
         assert_eq!(on(NEXT, Some(Arc::clone(&first))), "goes");
         // Rebuilt by a reload, or changed for produce only: the same.
@@ -238,7 +247,7 @@ mod tests {
         // then the policy removed: the session starts again once more.
         let again = Some(FetchSession { id: 7, epoch: 0 });
         assert_eq!(on(again, Some(policy("c", "y"))), "opens policed");
-        s.opened(8, Some(policy("c", "y")));
+        s.opened(8, rules(Some(policy("c", "y"))));
         assert_eq!(on(Some(FetchSession { id: 8, epoch: 1 }), None), "reset");
         assert!(!watching(&s, None), "no session of a policy left: not read");
         assert_eq!(on(None, None), "reset", "unreadable: incremental");
@@ -246,5 +255,28 @@ mod tests {
         let sessionless = Some(FetchSession { id: 9, epoch: -1 });
         assert_eq!(on(sessionless, None), "goes");
         assert_eq!(on(Some(FetchSession::NONE), None), "goes");
+    }
+
+    #[test]
+    fn a_session_is_continued_by_the_client_that_opened_it_only() {
+        let s = FetchSessions::default();
+        let policy = policy("b", "x");
+        let judged = |id, principal| {
+            let who = who(Client { id, principal });
+            Some(Rules {
+                policy: Arc::clone(&policy),
+                who,
+            })
+        };
+        let on = |now| said(on_fetch(&s, NEXT, now));
+        s.opened(7, judged("app", Some("alice")));
+        assert_eq!(on(judged("app", Some("bob"))), "reset", "another principal");
+        assert_eq!(on(judged("other", Some("alice"))), "reset", "another id");
+        assert_eq!(on(judged("app", None)), "reset", "no principal");
+        assert_eq!(
+            on(judged("app", Some("alice"))),
+            "goes",
+            "still its opener's"
+        );
     }
 }
