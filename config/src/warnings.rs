@@ -18,21 +18,31 @@ pub fn warnings(config: &ProxyConfig) -> Vec<String> {
 }
 
 /// Rules naming principals on a cluster whose connections have none (no
-/// `authentication`): they cover no client.
+/// `authentication`): they cover no client; and a `perPrincipal` quota
+/// there, which every connection shares as one.
 fn unmatched_principals(cluster: &VirtualCluster) -> Vec<String> {
     if cluster.authentication.is_some() {
         return Vec::new();
     }
     let mut out = Vec::new();
     for (f, filter) in cluster.filters.iter().enumerate() {
+        if let FilterSpec::Quota(q) = filter
+            && !q.per_principal.is_empty()
+        {
+            out.push(format!(
+                "virtual cluster {}: filters[{f}] perPrincipal without authentication: all \
+                 connections share one bucket",
+                cluster.name
+            ));
+        }
         let FilterSpec::TopicPolicy(policy) = filter else {
             continue;
         };
         for (r, rule) in policy.rules.iter().enumerate() {
             if rule.principals.is_some() {
                 out.push(format!(
-                    "virtual cluster {}: filters[{f}].config.rules[{r}] names principals, but \
-                     the cluster has no authentication: it covers no client",
+                    "virtual cluster {}: filters[{f}] rules[{r}] names principals without \
+                     authentication: it covers no client",
                     cluster.name
                 ));
             }
@@ -70,6 +80,8 @@ virtualClusters:
           rules:
             - {{ allow: [produce], topics: ["*"], clientIds: ["app"] }}
             - {{ allow: [consume], topics: ["*"], principals: ["billing"] }}
+      - type: quota
+        config: {{ perPrincipal: {{ fetchBytesPerSecond: 1000 }} }}
 "#
             )
         };
@@ -77,8 +89,10 @@ virtualClusters:
         assert_eq!(
             warned,
             [
-                "virtual cluster orders: filters[0].config.rules[1] names principals, but the \
-              cluster has no authentication: it covers no client"
+                "virtual cluster orders: filters[0] rules[1] names principals without \
+                 authentication: it covers no client",
+                "virtual cluster orders: filters[1] perPrincipal without authentication: all \
+                 connections share one bucket"
             ]
         );
     }

@@ -13,8 +13,9 @@
 //! - `usage`: `sluice_quota_usage_ratio`, measured at each scrape
 //!
 //! Client ids get a bucket (and metric series) of their own up to the
-//! filter's `maxClientIds`; later ones share `other`, so a client cannot
-//! grow memory or `/metrics` by inventing ids.
+//! filter's `maxClientIds`, principals up to `maxPrincipals`; later ones
+//! share `other` (`book`), so a client cannot grow memory or `/metrics` by
+//! inventing ids.
 //!
 //! [`Metrics`]: crate::metrics::Metrics
 //! [`Metrics::quotas`]: crate::metrics::Metrics::quotas
@@ -24,7 +25,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
@@ -32,13 +32,17 @@ use sluice_config::filter::{ByteRates, QuotaSpec};
 use tokio::sync::{Notify, futures::Notified};
 use tokio::time::Instant;
 
+mod book;
 mod bucket;
+mod labels;
 mod pace;
 pub(crate) mod rate;
 mod usage;
 
-pub(crate) use bucket::Client;
-use bucket::{Buckets, Pair};
+use book::{Book, Series};
+pub(crate) use bucket::{Client, Holders};
+use bucket::{Buckets, Set};
+pub(crate) use labels::{ClientLabels, KindLabels, PrincipalBytesLabels};
 use rate::Rate;
 
 /// The client id label (and bucket) of every client id past `maxClientIds`.
@@ -72,26 +76,6 @@ impl Kind {
     }
 }
 
-/// `cluster` and `kind` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(crate) struct KindLabels {
-    /// Virtual cluster name.
-    pub(crate) cluster: String,
-    /// `produce` or `fetch`.
-    pub(crate) kind: &'static str,
-}
-
-/// `cluster`, `client_id` and `kind` labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(crate) struct ClientLabels {
-    /// Virtual cluster name.
-    pub(crate) cluster: String,
-    /// The client id, or `other` past `maxClientIds`.
-    pub(crate) client_id: String,
-    /// `produce` or `fetch`.
-    pub(crate) kind: &'static str,
-}
-
 type SecondsCounter = Counter<f64, AtomicU64>;
 
 /// The quota usage of every virtual cluster the process has run.
@@ -102,6 +86,7 @@ pub(crate) struct Quotas {
     throttle: Family<KindLabels, SecondsCounter>,
     held: Family<KindLabels, SecondsCounter>,
     bytes: Family<ClientLabels, Counter>,
+    principal_bytes: Family<PrincipalBytesLabels, Counter>,
 }
 
 impl Quotas {
@@ -121,6 +106,11 @@ impl Quotas {
             "quota_bytes",
             "Bytes counted against quotas (kind: produce: Produce request frames; fetch: Fetch response frames), by client id (the first maxClientIds seen; later ones as other)",
             self.bytes.clone(),
+        );
+        r.register(
+            "quota_principal_bytes",
+            "Bytes counted against perPrincipal quotas (kind: produce, fetch), by principal (\"\" for connections without one; the first maxPrincipals seen; later ones as other)",
+            self.principal_bytes.clone(),
         );
         r.register_collector(Box::new(usage::Usage::new(Arc::clone(&self.clusters))));
     }
@@ -155,11 +145,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One cluster's quota usage, shared by its generations.
 #[derive(Debug)]
 pub(crate) struct ClusterQuota {
-    name: String,
     /// All clients together.
     cluster: Mutex<Buckets>,
-    clients: RwLock<HashMap<String, Arc<Client>>>,
-    other: Arc<Client>,
+    /// By client id.
+    ids: Book,
+    /// By principal.
+    principals: Book,
     /// Connections accepted.
     connections: Mutex<Rate>,
     /// The spec of the chain in force, for the usage gauge.
@@ -169,13 +160,11 @@ pub(crate) struct ClusterQuota {
     /// Throttle time given and time held, `[produce, fetch]`.
     throttle: [SecondsCounter; 2],
     held: [SecondsCounter; 2],
-    bytes: Family<ClientLabels, Counter>,
 }
 
 impl ClusterQuota {
     fn new(name: &str, quotas: &Quotas) -> Self {
         let now = Instant::now();
-        let bytes = &quotas.bytes;
         let series = |family: &Family<KindLabels, SecondsCounter>| {
             [Kind::Produce, Kind::Fetch].map(|kind| {
                 family.get_or_create_owned(&KindLabels {
@@ -185,16 +174,18 @@ impl ClusterQuota {
             })
         };
         ClusterQuota {
-            name: name.to_owned(),
             cluster: Mutex::new(Buckets::new(now)),
-            clients: RwLock::new(HashMap::new()),
-            other: Arc::new(Client::new(name, bytes, OTHER, now)),
+            ids: Book::new(name, Series::ClientIds(quotas.bytes.clone()), now),
+            principals: Book::new(
+                name,
+                Series::Principals(quotas.principal_bytes.clone()),
+                now,
+            ),
             connections: Mutex::new(Rate::new(now)),
             spec: Mutex::new(None),
             removed: Notify::new(),
             throttle: series(&quotas.throttle),
             held: series(&quotas.held),
-            bytes: bytes.clone(),
         }
     }
 
@@ -216,28 +207,24 @@ impl ClusterQuota {
     /// The buckets of client id `id` (`None`: a null client id): its own
     /// while fewer than `max` ids have one, `other`'s after.
     pub(crate) fn client(&self, id: Option<&str>, max: u32) -> Arc<Client> {
-        let id = id.unwrap_or("");
-        if let Some(known) = read(&self.clients).get(id) {
-            return Arc::clone(known);
+        self.ids.get(id.unwrap_or(""), max)
+    }
+
+    /// The buckets of principal `principal` under `spec`: `None` unless
+    /// `perPrincipal` sets a rate; connections without a principal share
+    /// those of `""`.
+    pub(crate) fn principal(
+        &self,
+        spec: &QuotaSpec,
+        principal: Option<&str>,
+    ) -> Option<Arc<Client>> {
+        if spec.per_principal.is_empty() {
+            return None;
         }
-        let mut clients = self
-            .clients
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(known) = clients.get(id) {
-            return Arc::clone(known);
-        }
-        if clients.len() >= max as usize {
-            return Arc::clone(&self.other);
-        }
-        let made = Arc::new(Client::new(
-            &self.name,
-            &self.bytes,
-            &label(id),
-            Instant::now(),
-        ));
-        clients.insert(id.to_owned(), Arc::clone(&made));
-        made
+        Some(
+            self.principals
+                .get(principal.unwrap_or(""), spec.max_principals),
+        )
     }
 
     /// A Produce of `bytes` from `client` at `now` under `spec`: its place
@@ -248,28 +235,35 @@ impl ClusterQuota {
     pub(crate) fn reserve(
         &self,
         spec: &QuotaSpec,
-        client: &Client,
+        (client, principal): (&Client, Option<&Client>),
         bytes: u64,
         now: Instant,
     ) -> Turn {
         let kind = Kind::Produce;
         let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
-        let mut pair = pair(&mut all, &mut own, spec, kind);
-        let start = pair.turn(now);
-        let throttle = pair.charge(bytes, start, now);
-        drop((all, own));
-        self.count(client, kind, bytes, throttle);
+        let mut theirs = principal.map(|p| lock(&p.buckets));
+        let mut set = set(&mut all, &mut own, theirs.as_deref_mut(), spec, kind);
+        let start = set.turn(now);
+        let throttle = set.charge(bytes, start, now);
+        drop((all, own, theirs));
+        self.count((client, principal), kind, bytes, throttle);
         self.held(kind, start - now);
         Turn { start, throttle }
     }
 
     /// When a Fetch from `client` at `now` may be forwarded under `spec`:
     /// once neither of its buckets owes more than the tolerance.
-    pub(crate) fn fetch_turn(&self, spec: &QuotaSpec, client: &Client, now: Instant) -> Instant {
+    pub(crate) fn fetch_turn(
+        &self,
+        spec: &QuotaSpec,
+        (client, principal): (&Client, Option<&Client>),
+        now: Instant,
+    ) -> Instant {
         let kind = Kind::Fetch;
         let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
-        let at = pair(&mut all, &mut own, spec, kind).turn(now);
-        drop((all, own));
+        let mut theirs = principal.map(|p| lock(&p.buckets));
+        let at = set(&mut all, &mut own, theirs.as_deref_mut(), spec, kind).turn(now);
+        drop((all, own, theirs));
         self.held(kind, at - now);
         at
     }
@@ -279,23 +273,33 @@ impl ClusterQuota {
     pub(crate) fn fetched(
         &self,
         spec: &QuotaSpec,
-        client: &Client,
+        (client, principal): (&Client, Option<&Client>),
         bytes: u64,
         now: Instant,
     ) -> Duration {
         let kind = Kind::Fetch;
         let (mut all, mut own) = (lock(&self.cluster), lock(&client.buckets));
-        let throttle = pair(&mut all, &mut own, spec, kind).charge(bytes, now, now);
-        drop((all, own));
-        self.count(client, kind, bytes, throttle);
+        let mut theirs = principal.map(|p| lock(&p.buckets));
+        let throttle =
+            set(&mut all, &mut own, theirs.as_deref_mut(), spec, kind).charge(bytes, now, now);
+        drop((all, own, theirs));
+        self.count((client, principal), kind, bytes, throttle);
         throttle
     }
 
-    fn count(&self, client: &Client, kind: Kind, bytes: u64, throttle: Duration) {
-        match kind {
-            Kind::Produce => client.produce_bytes.inc_by(bytes),
-            Kind::Fetch => client.fetch_bytes.inc_by(bytes),
-        };
+    fn count(
+        &self,
+        holders: (&Client, Option<&Client>),
+        kind: Kind,
+        bytes: u64,
+        throttle: Duration,
+    ) {
+        for holder in [Some(holders.0), holders.1].into_iter().flatten() {
+            match kind {
+                Kind::Produce => holder.produce_bytes.inc_by(bytes),
+                Kind::Fetch => holder.fetch_bytes.inc_by(bytes),
+            };
+        }
         if !throttle.is_zero() {
             self.throttle[kind as usize].inc_by(throttle.as_secs_f64());
         }
@@ -334,10 +338,11 @@ impl ClusterQuota {
             seen(&self.cluster, q);
         }
         if let Some(q) = kind.of(&spec.per_client_id) {
-            for client in read(&self.clients).values() {
-                seen(&client.buckets, q);
-            }
-            seen(&self.other.buckets, q);
+            self.ids.each(|client| seen(&client.buckets, q));
+        }
+        if let Some(q) = kind.of(&spec.per_principal) {
+            self.principals
+                .each(|principal| seen(&principal.buckets, q));
         }
         highest
     }
@@ -352,16 +357,26 @@ pub(crate) struct Turn {
     pub(crate) throttle: Duration,
 }
 
-/// The cluster's (`all`) and a client's (`own`) buckets of `kind`, with
-/// their quotas under `spec`.
-fn pair<'a>(all: &'a mut Buckets, own: &'a mut Buckets, spec: &QuotaSpec, kind: Kind) -> Pair<'a> {
-    Pair {
-        buckets: [all.of(kind), own.of(kind)],
-        quotas: [kind.of(&spec.cluster), kind.of(&spec.per_client_id)],
+/// The cluster's (`all`), a client id's (`own`) and a principal's
+/// (`theirs`, where principals have quotas) buckets of `kind`, with their
+/// quotas under `spec`.
+fn set<'a>(
+    all: &'a mut Buckets,
+    own: &'a mut Buckets,
+    theirs: Option<&'a mut Buckets>,
+    spec: &QuotaSpec,
+    kind: Kind,
+) -> Set<'a> {
+    Set {
+        buckets: [
+            Some((all.of(kind), kind.of(&spec.cluster))),
+            Some((own.of(kind), kind.of(&spec.per_client_id))),
+            theirs.map(|b| (b.of(kind), kind.of(&spec.per_principal))),
+        ],
     }
 }
 
-/// A client id as a label value: at most [`MAX_LABEL_CHARS`] characters,
+/// A client id or principal as a label value: at most [`MAX_LABEL_CHARS`] characters,
 /// control characters replaced.
 fn label(id: &str) -> String {
     id.chars()

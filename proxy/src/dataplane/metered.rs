@@ -1,11 +1,9 @@
 //! What the response to a request the quota filter metered needs (`throttle`
 //! does the counting and the holding).
 
-use std::sync::Arc;
-
 use sluice_config::filter::QuotaSpec;
 
-use crate::quota::Client;
+use crate::quota::Holders;
 
 /// What the response to a metered request needs.
 #[derive(Debug)]
@@ -14,8 +12,5 @@ pub(super) enum Metered {
     /// throttle time, until the client's next request conforms.
     Produce { throttle_ms: i32 },
     /// A Fetch: its response counts against the client's quota.
-    Fetch {
-        spec: QuotaSpec,
-        client: Arc<Client>,
-    },
+    Fetch { spec: QuotaSpec, client: Holders },
 }

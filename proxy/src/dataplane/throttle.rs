@@ -28,7 +28,7 @@ use super::direction::{ConnError, FrameClock};
 use super::held::{held_whole, response_head, write_transformed};
 use super::metered::Metered;
 use super::splice::Splice;
-use crate::quota::Client;
+use crate::quota::Holders;
 
 /// Kafka's Produce key.
 const PRODUCE: i16 = 0;
@@ -40,7 +40,8 @@ pub(super) fn counts(header: &RequestHeader) -> bool {
     header.api_key == PRODUCE || header.api_key == FETCH
 }
 
-/// Meters a request of `total` bytes from `client_id` against `spec`: a
+/// Meters a request of `total` bytes from `client_id` (and `principal`)
+/// against `spec`: a
 /// Produce is counted (its place reserved), a Fetch's turn looked up.
 /// When it may be forwarded, and what its response needs (`None`:
 /// nothing).
@@ -49,16 +50,19 @@ pub(super) fn meter(
     cluster: &ClusterRuntime,
     header: &RequestHeader,
     total: usize,
-    (client_id, _principal): (Option<&str>, Option<&str>),
+    (client_id, principal): (Option<&str>, Option<&str>),
 ) -> (Instant, Option<Box<Metered>>) {
-    let client = cluster.quota.client(client_id, spec.max_client_ids);
+    let client = Holders {
+        client: cluster.quota.client(client_id, spec.max_client_ids),
+        principal: cluster.quota.principal(spec, principal),
+    };
     let now = Instant::now();
     if header.api_key == FETCH {
-        let at = cluster.quota.fetch_turn(spec, &client, now);
+        let at = cluster.quota.fetch_turn(spec, client.get(), now);
         let spec = *spec;
         return (at, Some(Box::new(Metered::Fetch { spec, client })));
     }
-    let turn = cluster.quota.reserve(spec, &client, total as u64, now);
+    let turn = cluster.quota.reserve(spec, client.get(), total as u64, now);
     if turn.throttle.is_zero() {
         return (turn.start, None);
     }
@@ -128,13 +132,13 @@ where
 /// Fetch conforms.
 pub(super) fn fetched(
     spec: &QuotaSpec,
-    client: &Client,
+    client: &Holders,
     total: usize,
     cluster: &ClusterRuntime,
 ) -> Duration {
     cluster
         .quota
-        .fetched(spec, client, total as u64, Instant::now())
+        .fetched(spec, client.get(), total as u64, Instant::now())
 }
 
 /// An answer the proxy made itself to a metered request, as a broker's

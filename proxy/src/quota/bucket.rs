@@ -1,19 +1,19 @@
-//! A bucket (the cluster's, or a client id's) of one kind: its virtual
-//! clock (`pace`), which decides holding and throttle times, and Kafka's
-//! windowed rate (`rate`), which only the usage gauge reads. A request
-//! answers to two buckets at once, the cluster's and its client id's
-//! ([`Pair`]): the tighter quota wins.
+//! A bucket (the cluster's, a client id's or a principal's) of one kind:
+//! its virtual clock (`pace`), which decides holding and throttle times,
+//! and Kafka's windowed rate (`rate`), which only the usage gauge reads. A
+//! request answers to its buckets at once, the cluster's, its client id's
+//! and, where principals have quotas, its principal's ([`Set`]): the
+//! tightest quota wins.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use tokio::time::Instant;
 
+use super::Kind;
 use super::pace::Pace;
 use super::rate::Rate;
-use super::{ClientLabels, Kind};
 
 /// One bucket of one kind.
 #[derive(Debug)]
@@ -54,7 +54,8 @@ impl Buckets {
     }
 }
 
-/// One client id's buckets (or `other`'s) and byte counters.
+/// One holder's buckets (a client id's, a principal's, or `other`'s) and
+/// byte counters.
 #[derive(Debug)]
 pub(crate) struct Client {
     pub(super) buckets: Mutex<Buckets>,
@@ -63,41 +64,44 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    /// Buckets and series for client id label `label` of cluster `cluster`.
-    pub(super) fn new(
-        cluster: &str,
-        bytes: &Family<ClientLabels, Counter>,
-        label: &str,
-        now: Instant,
-    ) -> Self {
-        let series = |kind: Kind| {
-            bytes.get_or_create_owned(&ClientLabels {
-                cluster: cluster.to_owned(),
-                client_id: label.to_owned(),
-                kind: kind.label(),
-            })
-        };
+    /// Buckets counted in `series` (produce, fetch).
+    pub(super) fn new(series: [Counter; 2], now: Instant) -> Self {
+        let [produce_bytes, fetch_bytes] = series;
         Client {
             buckets: Mutex::new(Buckets::new(now)),
-            produce_bytes: series(Kind::Produce),
-            fetch_bytes: series(Kind::Fetch),
+            produce_bytes,
+            fetch_bytes,
         }
     }
 }
 
-/// The two buckets one request answers to, each with its quota (`None`:
-/// that bucket has none, it is only measured).
-pub(super) struct Pair<'a> {
-    pub(super) buckets: [&'a mut Bucket; 2],
-    pub(super) quotas: [Option<u64>; 2],
+/// The holders a request is counted against beside its cluster: its
+/// client id's buckets, and its principal's where principals have quotas.
+#[derive(Debug)]
+pub(crate) struct Holders {
+    pub(crate) client: Arc<Client>,
+    pub(crate) principal: Option<Arc<Client>>,
 }
 
-impl Pair<'_> {
-    /// When a request at `now` may pass: the later of its buckets' turns.
+impl Holders {
+    pub(crate) fn get(&self) -> (&Client, Option<&Client>) {
+        (&self.client, self.principal.as_deref())
+    }
+}
+
+/// The buckets one request answers to (the cluster's, its client id's, its
+/// principal's when principals have quotas), each with its quota (`None`:
+/// that bucket has none, it is only measured).
+pub(super) struct Set<'a> {
+    pub(super) buckets: [Option<(&'a mut Bucket, Option<u64>)>; 3],
+}
+
+impl Set<'_> {
+    /// When a request at `now` may pass: the latest of its buckets' turns.
     pub(super) fn turn(&mut self, now: Instant) -> Instant {
         let mut at = now;
-        for (bucket, quota) in self.buckets.iter_mut().zip(self.quotas) {
-            if let Some(q) = quota {
+        for (bucket, quota) in self.buckets.iter_mut().flatten() {
+            if let Some(q) = *quota {
                 at = at.max(bucket.pace.conforms_at(q, now));
             }
         }
@@ -105,12 +109,12 @@ impl Pair<'_> {
     }
 
     /// Counts `bytes` passing at `at` (measured for the gauge at `now`);
-    /// the throttle time then: until the next request conforms in both.
+    /// the throttle time then: until the next request conforms in all.
     pub(super) fn charge(&mut self, bytes: u64, at: Instant, now: Instant) -> Duration {
         let mut throttle = Duration::ZERO;
-        for (bucket, quota) in self.buckets.iter_mut().zip(self.quotas) {
+        for (bucket, quota) in self.buckets.iter_mut().flatten() {
             bucket.rate.record(bytes, now);
-            if let Some(q) = quota {
+            if let Some(q) = *quota {
                 bucket.pace.charge(q, bytes, at);
                 throttle = throttle.max(bucket.pace.throttle(at));
             }

@@ -6,8 +6,10 @@ fn spec(cluster: ByteRates, per_client_id: ByteRates, max_client_ids: u32) -> Qu
     QuotaSpec {
         cluster,
         per_client_id,
+        per_principal: ByteRates::default(),
         connections_per_second: None,
         max_client_ids,
+        max_principals: 10,
     }
 }
 
@@ -32,7 +34,7 @@ fn ms(n: u64) -> Duration {
 /// A Produce of `bytes` from `c` at `now`: when it starts (ms after
 /// `now`) and its throttle time (ms).
 fn produce_at(q: &ClusterQuota, s: &QuotaSpec, c: &Client, bytes: u64, now: Instant) -> (u64, u64) {
-    let turn = q.reserve(s, c, bytes, now);
+    let turn = q.reserve(s, (c, None), bytes, now);
     let start = turn.start.duration_since(now).as_millis() as u64;
     (start, turn.throttle.as_millis() as u64)
 }
@@ -75,7 +77,7 @@ fn a_per_client_quota_leaves_other_client_ids_alone() {
     assert_eq!(produce_at(&q, &s, &a, 50_000, now), (0, 49_000));
     assert_eq!(produce_at(&q, &s, &b, 500, now), (0, 0));
     // Fetch is paced apart from produce (and has no quota here).
-    assert_eq!(q.fetch_turn(&s, &a, now), now);
+    assert_eq!(q.fetch_turn(&s, (&a, None), now), now);
 }
 
 #[test]
@@ -118,13 +120,16 @@ fn a_fetch_waits_while_its_bucket_owes_and_its_response_is_counted() {
     let s = spec(ByteRates::default(), fetch(1_000), 10);
     let c = q.client(Some("app"), 10);
     let now = Instant::now();
-    assert_eq!(q.fetch_turn(&s, &c, now), now);
+    assert_eq!(q.fetch_turn(&s, (&c, None), now), now);
     // A response of 3.5 kB: 2.5 s until the next Fetch conforms.
-    assert_eq!(q.fetched(&s, &c, 3_500, now), ms(2_500));
-    assert_eq!(q.fetch_turn(&s, &c, now + ms(1_000)), now + ms(2_500));
+    assert_eq!(q.fetched(&s, (&c, None), 3_500, now), ms(2_500));
+    assert_eq!(
+        q.fetch_turn(&s, (&c, None), now + ms(1_000)),
+        now + ms(2_500)
+    );
     // Another client id is not held.
     let other = q.client(Some("other-app"), 10);
-    assert_eq!(q.fetch_turn(&s, &other, now), now);
+    assert_eq!(q.fetch_turn(&s, (&other, None), now), now);
 }
 
 #[test]
@@ -135,14 +140,14 @@ fn client_ids_past_the_cap_share_other_in_buckets_and_labels() {
     let now = Instant::now();
     for id in ["a", "b", "c", "d"] {
         let c = q.client(Some(id), s.max_client_ids);
-        q.reserve(&s, &c, 6_000, now);
+        q.reserve(&s, (&c, None), 6_000, now);
     }
     // c and d together: 12 kB in one bucket, so the next waits 11 s.
     let late = q.client(Some("e"), s.max_client_ids);
-    assert!(Arc::ptr_eq(&late, &q.other));
+    assert!(Arc::ptr_eq(&late, &q.ids.other));
     assert_eq!(produce_at(&q, &s, &late, 0, now).0, 11_000);
     // A known id keeps its own bucket.
-    assert!(!Arc::ptr_eq(&q.client(Some("a"), 2), &q.other));
+    assert!(!Arc::ptr_eq(&q.client(Some("a"), 2), &q.ids.other));
     let text = metrics(&quotas);
     let series = |id: &str| {
         format!("quota_bytes_total{{cluster=\"orders\",client_id=\"{id}\",kind=\"produce\"}}")
@@ -162,7 +167,7 @@ fn usage_survives_a_second_generation_of_the_cluster() {
     let now = Instant::now();
     let first = quotas.cluster("orders");
     let c = first.client(Some("app"), 10);
-    first.reserve(&s, &c, 11_000, now);
+    first.reserve(&s, (&c, None), 11_000, now);
     let second = quotas.cluster("orders");
     let c = second.client(Some("app"), 10);
     assert_eq!(produce_at(&second, &s, &c, 0, now).0, 10_000);
@@ -191,9 +196,51 @@ fn the_usage_gauge_is_the_highest_ratio_and_falls_when_traffic_stops() {
     assert_eq!(q.usage(Kind::Produce, now), None);
     q.configure(Some(s));
     let c = q.client(Some("app"), 10);
-    q.reserve(&s, &c, 5_000, now);
+    q.reserve(&s, (&c, None), 5_000, now);
     // The client's 0.5 kB/s over its 1 kB/s beats the cluster's 0.25.
     assert_eq!(q.usage(Kind::Produce, now), Some(0.5));
     assert_eq!(q.usage(Kind::Fetch, now), None);
     assert_eq!(q.usage(Kind::Produce, now + ms(20_000)), Some(0.0));
+}
+
+#[test]
+fn a_principal_quota_holds_every_client_id_of_the_principal_and_no_other() {
+    let quotas = Quotas::default();
+    let q = quotas.cluster("orders");
+    let s = QuotaSpec {
+        per_principal: produce(1_000),
+        max_principals: 2,
+        ..spec(ByteRates::default(), ByteRates::default(), 10)
+    };
+    let none = spec(ByteRates::default(), ByteRates::default(), 10);
+    assert!(
+        q.principal(&none, Some("alice")).is_none(),
+        "no perPrincipal"
+    );
+    let (alice, bob) = (q.principal(&s, Some("alice")), q.principal(&s, Some("bob")));
+    let (alice, bob) = (alice.unwrap(), bob.unwrap());
+    let (app, batch) = (q.client(Some("app"), 10), q.client(Some("batch"), 10));
+    let now = Instant::now();
+    // Alice's two client ids share her bucket: 3 kB puts it 2 s over.
+    assert_eq!(
+        q.reserve(&s, (&app, Some(&alice)), 3_000, now).throttle,
+        ms(2_000)
+    );
+    let turn = q.reserve(&s, (&batch, Some(&alice)), 1_000, now);
+    assert_eq!(
+        turn.start,
+        now + ms(2_000),
+        "held: another id, same principal"
+    );
+    // Bob, with alice's client id, is not held by alice's bucket.
+    let turn = q.reserve(&s, (&app, Some(&bob)), 1_000, now);
+    assert_eq!((turn.start, turn.throttle), (now, Duration::ZERO));
+    // Past maxPrincipals, later principals share `other`; connections
+    // without one share "".
+    let late = q.principal(&s, Some("carol")).unwrap();
+    assert!(Arc::ptr_eq(&late, &q.principals.other));
+    let text = metrics(&quotas);
+    let alice =
+        "quota_principal_bytes_total{cluster=\"orders\",principal=\"alice\",kind=\"produce\"} 4000";
+    assert!(text.contains(alice), "{text}");
 }

@@ -155,7 +155,8 @@ fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
 }
 
 /// Rights by principal: alice may write `orders`, bob `audit`; both may
-/// describe every topic. Bob's client sets alice's client id.
+/// describe every topic. Bob's client sets alice's client id. A quota per
+/// principal (high: it only counts here).
 const BY_PRINCIPAL: &str = "    authentication:
       mtls:
         principals:
@@ -168,6 +169,8 @@ const BY_PRINCIPAL: &str = "    authentication:
             - { allow: [produce], topics: [orders], principals: [alice] }
             - { allow: [produce], topics: [audit], principals: [\"b*\"] }
             - { allow: [describe], topics: [\"*\"] }
+      - type: quota
+        config: { perPrincipal: { produceBytesPerSecond: 104857600 } }
 ";
 
 #[test]
@@ -228,6 +231,11 @@ fn two_certificates_of_one_ca_get_their_own_rights_whatever_client_id_they_say()
             "sluice_policy_denied_total{{cluster=\"identified\",operation=\"produce\",rule=\"default\",principal=\"{who}\"}}"
         ));
         assert!(denied >= 2.0, "{who}: {denied}");
+        // Each one's produce bytes count in a bucket of its own.
+        let bytes = proxy.metric(&format!(
+            "sluice_quota_principal_bytes_total{{cluster=\"identified\",principal=\"{who}\",kind=\"produce\"}}"
+        ));
+        assert!(bytes > 0.0, "{who}: {bytes}");
     }
     proxy.assert_clean_logs();
 }
