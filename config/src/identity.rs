@@ -14,6 +14,9 @@
 //!         match: "CN=([^,]+),OU=(?:orders|billing),O=Example"
 //!         principal: "$1"
 //!         case: lower
+//!   sasl:                              # or: the proxy terminates SASL
+//!     mechanisms: [SCRAM-SHA-512]      # SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN: gateway TLS only)
+//!     credentialsFile: users.scram     # salted keys (`sluice-proxy scram-credential`)
 //!   required: true                     # a client without a principal is refused
 //! ```
 //!
@@ -29,8 +32,14 @@ use std::fmt;
 use regex::Regex;
 
 mod read;
+pub mod scram_file;
 
-pub(crate) use read::authentication;
+pub(crate) use read::{GatewayTls, authentication};
+pub use scram_file::{ScramKeys, ScramUsers};
+
+use crate::files::FileRef;
+use crate::tls::Loaded;
+use crate::types::SaslMechanism;
 
 /// Longest principal the proxy keeps (longer ones are refused as no
 /// principal): principals become labels and audit fields.
@@ -41,8 +50,24 @@ pub const MAX_PRINCIPAL_CHARS: usize = 256;
 pub struct Authentication {
     /// Principals from verified client certificates.
     pub mtls: Option<MtlsPrincipals>,
+    /// Principals from SASL, which the proxy terminates.
+    pub sasl: Option<SaslTermination>,
     /// Whether a client without a principal is refused.
     pub required: bool,
+}
+
+/// `authentication.sasl`: the proxy authenticates clients itself
+/// (SaslHandshake and SaslAuthenticate answered by the proxy, nothing sent
+/// upstream before they succeed) against a credentials file of salted keys;
+/// the user is the principal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaslTermination {
+    /// The mechanisms offered, in the configuration's order.
+    pub mechanisms: Vec<SaslMechanism>,
+    /// The credentials file (its digest: a new content is a change).
+    pub credentials_file: FileRef,
+    /// What it holds; `None` when files were not read.
+    pub users: Loaded<Option<ScramUsers>>,
 }
 
 /// The ordered rules that map a client certificate to a principal.

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+mod mechanism;
 mod sni;
+pub use mechanism::SaslMechanism;
 pub use sni::{HostPattern, NODE_ID_PLACEHOLDER, SniHost};
 
 /// A virtual cluster's name: a DNS-1123 label, because it ends up in metric

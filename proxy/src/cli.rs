@@ -15,6 +15,9 @@ use crate::server::RunOptions;
 
 mod check;
 mod diff;
+mod scram;
+
+pub use scram::ScramArgs;
 
 /// Exit code: everything checked is valid.
 pub const EXIT_VALID: u8 = Exit::Ok.code();
@@ -48,6 +51,13 @@ pub enum Command {
     /// added, removed, modified (with reasons) or unchanged. Exit status: 0
     /// both valid, 1 either invalid, 2 a file could not be read.
     Diff(DiffArgs),
+    /// Print a line of the SCRAM credentials file that
+    /// `authentication.sasl.credentialsFile` names: a user's salted keys
+    /// (never the password) for SCRAM-SHA-512 and SCRAM-SHA-256. The
+    /// password is read from the first line of standard input. Append the
+    /// output to the file; a reload (or the watcher) applies it in place.
+    /// Exit status: 0 printed, 2 bad usage.
+    ScramCredential(ScramArgs),
 }
 
 /// Arguments of `check`.
@@ -221,6 +231,16 @@ pub enum Format {
     Text,
     /// For machines.
     Json,
+}
+
+/// Runs `scram-credential`: the password from `input`, the lines to `out`.
+pub fn scram_credential(
+    args: &ScramArgs,
+    input: &mut dyn std::io::BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> ExitCode {
+    ExitCode::from(scram::run(args, input, out, err))
 }
 
 /// Runs `check`, writing results to `out` and problems to `err`.

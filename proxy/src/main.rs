@@ -1,5 +1,5 @@
-//! `sluice-proxy`: parse the command line; `check` and `diff` print and
-//! exit; `run` sets up logging and runs the proxy until SIGTERM or SIGINT.
+//! `sluice-proxy`: parse the command line; `check`, `diff` and
+//! `scram-credential` print and exit; `run` sets up logging and runs the proxy until SIGTERM or SIGINT.
 //! The exit status follows `sluice_process::exit`.
 
 use std::io::Write;
@@ -20,6 +20,12 @@ fn main() -> ExitCode {
         ),
         Command::Diff(args) => cli::diff(
             &args,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        ),
+        Command::ScramCredential(args) => cli::scram_credential(
+            &args,
+            &mut std::io::stdin().lock(),
             &mut std::io::stdout().lock(),
             &mut std::io::stderr().lock(),
         ),

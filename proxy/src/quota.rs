@@ -40,8 +40,8 @@ pub(crate) mod rate;
 mod usage;
 
 use book::{Book, Series};
-pub(crate) use bucket::{Client, Holders};
 use bucket::{Buckets, Set};
+pub(crate) use bucket::{Client, Holders};
 pub(crate) use labels::{ClientLabels, KindLabels, PrincipalBytesLabels};
 use rate::Rate;
 

@@ -15,7 +15,7 @@ use super::analysis::analysis;
 use super::duration;
 use super::gateway::gateway;
 use crate::filter;
-use crate::identity::authentication;
+use crate::identity::{GatewayTls, authentication};
 
 const CLUSTER_KEYS: &[&str] = &[
     "name",
@@ -110,12 +110,13 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
         Some(analysis) => analysis,
         None => Some(AnalysisSettings::default()),
     };
-    let client_ca = gateway
-        .as_ref()
-        .and_then(|g| g.tls.as_ref())
-        .is_some_and(|t| t.client_ca_file.is_some());
+    let tls = gateway.as_ref().and_then(|g| g.tls.as_ref());
+    let gateway_tls = GatewayTls {
+        tls: tls.is_some(),
+        client_ca: tls.is_some_and(|t| t.client_ca_file.is_some()),
+    };
     let authentication = f.optional(cx, "authentication", |cx, node, path| {
-        authentication(cx, node, path, client_ca)
+        authentication(cx, node, path, gateway_tls)
     });
     if authentication.is_none() && f.has("authentication") {
         return None;

@@ -1,26 +1,42 @@
 //! `virtualClusters[].authentication`, read with every error at its
 //! position.
 
-use super::{Authentication, Case, MtlsPrincipals, NameSource, PrincipalRule};
+use std::sync::Arc;
+
+use super::{
+    Authentication, Case, MtlsPrincipals, NameSource, PrincipalRule, SaslTermination, ScramUsers,
+};
 use crate::read::{Cx, Fields, boolean, index, list, string, suggest};
+use crate::tls::{Loaded, read_file};
+use crate::types::SaslMechanism;
 use crate::yaml::Node;
 
-const AUTHENTICATION_KEYS: &[&str] = &["mtls", "required"];
+const AUTHENTICATION_KEYS: &[&str] = &["mtls", "sasl", "required"];
+const SASL_KEYS: &[&str] = &["mechanisms", "credentialsFile"];
+
+/// What the cluster's gateway does with TLS.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatewayTls {
+    /// Clients connect over TLS.
+    pub(crate) tls: bool,
+    /// Their certificates are verified (`gateway.tls.clientCaFile`).
+    pub(crate) client_ca: bool,
+}
 const MTLS_KEYS: &[&str] = &["principals"];
 const RULE_KEYS: &[&str] = &["from", "match", "principal", "case"];
 
-/// Reads an `authentication` block; `client_ca` says whether the cluster's
-/// gateway verifies client certificates (`gateway.tls.clientCaFile`), which
-/// `mtls` needs.
+/// Reads an `authentication` block; `gateway` says whether the cluster's
+/// gateway speaks TLS (PLAIN needs it) and verifies client certificates
+/// (`gateway.tls.clientCaFile`, which `mtls` needs).
 pub(crate) fn authentication(
     cx: &mut Cx<'_>,
     node: &Node,
     path: &str,
-    client_ca: bool,
+    gateway: GatewayTls,
 ) -> Option<Authentication> {
     let f = Fields::of(cx, node, path, AUTHENTICATION_KEYS)?;
     let mtls = f.optional(cx, "mtls", |cx, node, path| {
-        if !client_ca {
+        if !gateway.client_ca {
             return cx.fail(
                 path,
                 node.mark,
@@ -29,20 +45,93 @@ pub(crate) fn authentication(
         }
         mtls(cx, node, path)
     });
+    let sasl = f.optional(cx, "sasl", |cx, node, path| {
+        sasl(cx, node, path, gateway.tls)
+    });
     let required = f.optional(cx, "required", boolean);
-    if (mtls.is_none() && f.has("mtls")) || (required.is_none() && f.has("required")) {
+    if (mtls.is_none() && f.has("mtls"))
+        || (sasl.is_none() && f.has("sasl"))
+        || (required.is_none() && f.has("required"))
+    {
         return None;
     }
-    if mtls.is_none() {
-        return cx.fail(
-            path,
-            f.mark(),
-            "names no source of principals: add mtls (or leave authentication out)",
-        );
+    match (&mtls, &sasl) {
+        (None, None) => {
+            return cx.fail(
+                path,
+                f.mark(),
+                "names no source of principals: add mtls or sasl (or leave authentication out)",
+            );
+        }
+        (Some(_), Some(_)) => {
+            return cx.fail(
+                path,
+                f.mark(),
+                "one source of principals per cluster: mtls or sasl, not both",
+            );
+        }
+        _ => {}
     }
     Some(Authentication {
         mtls,
+        sasl,
         required: required.unwrap_or(false),
+    })
+}
+
+/// `authentication.sasl`: the mechanisms the proxy offers and the
+/// credentials file it checks them against; PLAIN only where clients speak
+/// TLS (it sends the password as it is).
+fn sasl(cx: &mut Cx<'_>, node: &Node, path: &str, tls: bool) -> Option<SaslTermination> {
+    let f = Fields::of(cx, node, path, SASL_KEYS)?;
+    let mechanisms = f.required(cx, "mechanisms", |cx, node, path| {
+        let items = list(cx, node, path)?;
+        if items.is_empty() {
+            return cx.fail(path, node.mark, "must list at least one mechanism");
+        }
+        let mut out: Vec<SaslMechanism> = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let at = index(path, i);
+            let names = SaslMechanism::ALL.map(SaslMechanism::as_str);
+            let Some(word) = one_of(cx, item, &at, &names) else {
+                ok = false;
+                continue;
+            };
+            let m = SaslMechanism::ALL.into_iter().find(|m| m.as_str() == word)?;
+            if out.contains(&m) {
+                cx.error(&at, item.mark, format_args!("{m} is listed twice"));
+                ok = false;
+            } else if m == SaslMechanism::Plain && !tls {
+                cx.error(
+                    &at,
+                    item.mark,
+                    "PLAIN sends the password in clear text: it needs gateway.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)",
+                );
+                ok = false;
+            }
+            out.push(m);
+        }
+        ok.then_some(out)
+    });
+    let credentials = f.required(cx, "credentialsFile", |cx, node, path| {
+        let (file, bytes) = read_file(cx, node, path)?;
+        let Some(bytes) = bytes else {
+            return Some((file, None));
+        };
+        let read = std::str::from_utf8(&bytes)
+            .map_err(|_| "not UTF-8 text".to_owned())
+            .and_then(ScramUsers::parse);
+        match read {
+            Ok(users) => Some((file, Some(users))),
+            Err(why) => cx.fail(path, node.mark, format_args!("{:?}: {why}", file.path)),
+        }
+    });
+    let (credentials_file, users) = credentials?;
+    Some(SaslTermination {
+        mechanisms: mechanisms?,
+        credentials_file,
+        users: Loaded(Arc::new(users)),
     })
 }
 

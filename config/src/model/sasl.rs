@@ -6,40 +6,7 @@ use std::fmt;
 use crate::files::FileRef;
 use crate::tls::Loaded;
 
-/// A SASL mechanism the proxy can authenticate with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaslMechanism {
-    /// RFC 4616: the password is sent as it is (so only with upstream TLS).
-    Plain,
-    /// RFC 7677: SCRAM with SHA-256.
-    ScramSha256,
-    /// SCRAM with SHA-512, as Kafka names it.
-    ScramSha512,
-}
-
-impl SaslMechanism {
-    /// Every mechanism, by the name Kafka (and the configuration) uses.
-    pub const ALL: [SaslMechanism; 3] = [
-        SaslMechanism::Plain,
-        SaslMechanism::ScramSha256,
-        SaslMechanism::ScramSha512,
-    ];
-
-    /// The name Kafka's SaslHandshake uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SaslMechanism::Plain => "PLAIN",
-            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
-            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
-        }
-    }
-}
-
-impl fmt::Display for SaslMechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::types::SaslMechanism;
 
 /// `upstream.sasl`: how the proxy authenticates its own connections.
 #[derive(Clone, PartialEq)]

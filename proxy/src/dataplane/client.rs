@@ -8,9 +8,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable};
 use sluice_kafka::encode;
 use sluice_kafka::wire::Checked;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use super::stream::BoxIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Largest response the proxy's own client accepts.
 const MAX_OWN_RESPONSE: usize = 16 * 1024 * 1024;
@@ -43,8 +41,10 @@ pub(crate) enum Step {
     MetadataError(i16),
 }
 
-/// ApiVersions, then the highest Metadata version both sides know (at least 1).
-pub(crate) async fn metadata_version(io: &mut BoxIo) -> Result<i16, Step> {
+/// ApiVersions (v0: every broker answers it).
+pub(crate) async fn api_versions(
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
+) -> Result<ApiVersionsResponse, Step> {
     let versions: ApiVersionsResponse = call(
         io,
         ApiKey::ApiVersions,
@@ -57,6 +57,14 @@ pub(crate) async fn metadata_version(io: &mut BoxIo) -> Result<i16, Step> {
     if versions.error_code != 0 {
         return Err(Step::ApiVersionsError(versions.error_code));
     }
+    Ok(versions)
+}
+
+/// ApiVersions, then the highest Metadata version both sides know (at least 1).
+pub(crate) async fn metadata_version(
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
+) -> Result<i16, Step> {
+    let versions = api_versions(io).await?;
     let supported = ApiKey::Metadata.valid_versions();
     versions
         .api_keys
@@ -68,7 +76,10 @@ pub(crate) async fn metadata_version(io: &mut BoxIo) -> Result<i16, Step> {
 }
 
 /// Metadata for no topic: the brokers only.
-pub(crate) async fn metadata(io: &mut BoxIo, version: i16) -> Result<MetadataResponse, Step> {
+pub(crate) async fn metadata(
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    version: i16,
+) -> Result<MetadataResponse, Step> {
     let mut request = MetadataRequest::default();
     // An empty topic list (v1+) asks for brokers only.
     request.topics = Some(Vec::new());
@@ -83,7 +94,7 @@ pub(crate) async fn metadata(io: &mut BoxIo, version: i16) -> Result<MetadataRes
 
 /// Sends one request and reads its response.
 async fn call<Req: Encodable, Resp: Checked>(
-    io: &mut BoxIo,
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
     api: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -98,7 +109,7 @@ async fn call<Req: Encodable, Resp: Checked>(
 
 /// Sends one request of the proxy's own.
 pub(crate) async fn send<Req: Encodable>(
-    io: &mut BoxIo,
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
     api: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -113,7 +124,7 @@ pub(crate) async fn send<Req: Encodable>(
 /// Reads the response to the request `correlation_id`: its body, after the
 /// header.
 pub(crate) async fn receive(
-    io: &mut BoxIo,
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
     api: ApiKey,
     version: i16,
     correlation_id: i32,

@@ -2,6 +2,8 @@
 //! filters, metrics, the upstream nodes it has learned, and its connections.
 //! Everything here is built in `prepare` before any traffic is routed to it.
 
+use super::refused::Failures;
+use kafka_protocol::messages::ApiVersionsResponse;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -86,6 +88,11 @@ pub(crate) struct ClusterRuntime {
     drain_spread_ms: AtomicU64,
     /// Open connections of this generation, exported per generation.
     generation_gauge: Gauge,
+    /// The upstream's ApiVersions, asked once by a client that
+    /// authenticates with the proxy (`terminate`) before it has an upstream.
+    pub(crate) upstream_versions: tokio::sync::OnceCell<Arc<ApiVersionsResponse>>,
+    /// Failed authentications by source address (`terminate`).
+    pub(crate) auth_failures: Failures,
 }
 
 impl std::fmt::Debug for ClusterRuntime {
@@ -141,6 +148,8 @@ impl ClusterRuntime {
             force: Latch::default(),
             drain_spread_ms: AtomicU64::new(0),
             generation_gauge,
+            upstream_versions: tokio::sync::OnceCell::new(),
+            auth_failures: Failures::default(),
         }))
     }
 

@@ -36,6 +36,7 @@ use super::requests::forward_requests;
 use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
+use super::terminate;
 use super::upstream;
 use crate::config::identity::Authentication;
 
@@ -97,7 +98,7 @@ pub(crate) async fn serve(
         // costs a random number at every poll of the connection.
         let result = tokio::select! {
             biased;
-            r = run(incoming, &cluster, role, told) => r,
+            r = run(incoming, &cluster, role, (peer.ip(), told)) => r,
             () = cluster.force.wait() => Err(ConnError::Forced),
         };
         if cluster.drain.is_set() {
@@ -125,7 +126,7 @@ async fn run(
     incoming: Incoming,
     cluster: &ClusterRuntime,
     role: Role,
-    told: Option<IpAddr>,
+    (peer, told): (IpAddr, Option<IpAddr>),
 ) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
@@ -160,7 +161,21 @@ async fn run(
             )));
         }
     };
-    let upstream = Box::pin(connect_upstream(cluster, role)).await?;
+    // A cluster that terminates SASL authenticates the client first, and
+    // then speaks to the upstream as itself (`upstream.sasl`, if any).
+    let terminated = auth.and_then(|a| a.sasl.as_ref());
+    let mut client = client;
+    if let Some(sasl) = terminated {
+        let proved = match &mut client {
+            Stream::Plain(tcp) => Box::pin(terminate::authenticate(tcp, sasl, cluster, peer)).await,
+            Stream::Wrapped(io) => Box::pin(terminate::authenticate(io, sasl, cluster, peer)).await,
+        };
+        principal = Some(proved?);
+    }
+    let mut upstream = Box::pin(connect_upstream(cluster, role)).await?;
+    if terminated.is_some() {
+        Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;
+    }
     match (client, upstream) {
         // Plaintext on both sides: the sockets' own halves, through which
         // the bodies of streamed frames are spliced, in each direction

@@ -192,6 +192,10 @@ pub(super) enum ConnError {
         "no principal: no authentication.mtls rule maps the client certificate ({0}), and authentication.required is true"
     )]
     NoPrincipal(String),
+    #[error("not authenticated: {0}")]
+    Unauthenticated(super::refused::Unauthenticated),
+    #[error("encoding an answer: {0}")]
+    Encode(#[from] sluice_kafka::encode::EncodeError),
 }
 
 impl ConnError {
@@ -204,7 +208,8 @@ impl ConnError {
             ConnError::Frame(_) | ConnError::Unsupported { .. } => CloseReason::Malformed,
             ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
             ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
-            ConnError::Rewrite(_) => CloseReason::Rewrite,
+            ConnError::Rewrite(_) | ConnError::Encode(_) => CloseReason::Rewrite,
+            ConnError::Unauthenticated(_) => CloseReason::Authentication,
             ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
             ConnError::Upstream(_) => CloseReason::Upstream,
             ConnError::Tls(_) | ConnError::NoPrincipal(_) => CloseReason::Tls,
@@ -225,6 +230,7 @@ impl ConnError {
             ConnError::Unsupported { .. } => Some(ClientCause::UnsupportedVersion),
             ConnError::FrameTimeout(_) => Some(ClientCause::FrameTimeout),
             ConnError::NoPrincipal(_) => Some(ClientCause::NoPrincipal),
+            ConnError::Unauthenticated(_) => Some(ClientCause::Unauthenticated),
             _ => None,
         }
     }

@@ -21,8 +21,8 @@ use self::scrub::{code_name, sanitized};
 
 use super::client::{receive, send};
 use super::scram::{self, ScramError};
-use super::stream::BoxIo;
 use crate::config::sasl::{Credentials, SaslMechanism, UpstreamSasl};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 const HANDSHAKE_VERSION: i16 = 1;
 const AUTHENTICATE_VERSION: i16 = 1;
@@ -70,7 +70,10 @@ pub(crate) enum SaslError {
 }
 
 /// Authenticates `io` as `upstream.sasl` says, right after ApiVersions.
-pub(crate) async fn authenticate(io: &mut BoxIo, sasl: &UpstreamSasl) -> Result<(), SaslError> {
+pub(crate) async fn authenticate(
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    sasl: &UpstreamSasl,
+) -> Result<(), SaslError> {
     let credentials = sasl
         .credentials
         .0
@@ -92,7 +95,7 @@ pub(crate) async fn authenticate(io: &mut BoxIo, sasl: &UpstreamSasl) -> Result<
 }
 
 async fn scram_exchange(
-    io: &mut BoxIo,
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
     hash: scram::Hash,
     credentials: &Credentials,
 ) -> Result<(), SaslError> {
@@ -118,7 +121,10 @@ fn nonce() -> Result<String, SaslError> {
     Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-async fn handshake(io: &mut BoxIo, mechanism: SaslMechanism) -> Result<(), SaslError> {
+async fn handshake(
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    mechanism: SaslMechanism,
+) -> Result<(), SaslError> {
     let fail = |why: String| SaslError::Exchange {
         step: "SaslHandshake",
         why,
@@ -151,7 +157,7 @@ async fn handshake(io: &mut BoxIo, mechanism: SaslMechanism) -> Result<(), SaslE
 
 /// One SaslAuthenticate round: sends `auth_bytes`, returns the broker's.
 async fn exchange(
-    io: &mut BoxIo,
+    io: &mut (impl AsyncRead + AsyncWrite + Unpin),
     correlation_id: i32,
     auth_bytes: Vec<u8>,
 ) -> Result<Bytes, SaslError> {
@@ -231,6 +237,8 @@ mod tests {
 
     use bytes::BufMut;
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    use crate::dataplane::stream::BoxIo;
 
     use super::*;
     use crate::config::files::FileRef;

@@ -22,21 +22,21 @@ pub(crate) enum Hash {
 }
 
 impl Hash {
-    fn pbkdf2(self) -> pbkdf2::Algorithm {
+    pub(super) fn pbkdf2(self) -> pbkdf2::Algorithm {
         match self {
             Hash::Sha256 => pbkdf2::PBKDF2_HMAC_SHA256,
             Hash::Sha512 => pbkdf2::PBKDF2_HMAC_SHA512,
         }
     }
 
-    fn hmac(self) -> hmac::Algorithm {
+    pub(super) fn hmac(self) -> hmac::Algorithm {
         match self {
             Hash::Sha256 => hmac::HMAC_SHA256,
             Hash::Sha512 => hmac::HMAC_SHA512,
         }
     }
 
-    fn digest(self) -> &'static digest::Algorithm {
+    pub(super) fn digest(self) -> &'static digest::Algorithm {
         match self {
             Hash::Sha256 => &digest::SHA256,
             Hash::Sha512 => &digest::SHA512,
@@ -187,7 +187,7 @@ impl Final {
 }
 
 /// The value of attribute `name` (`name=value`) in a SCRAM message.
-fn attribute(message: &str, name: char) -> Option<&str> {
+pub(super) fn attribute(message: &str, name: char) -> Option<&str> {
     message.split(',').find_map(|part| {
         let mut chars = part.chars();
         (chars.next() == Some(name) && chars.next() == Some('=')).then(|| &part[2..])

@@ -24,16 +24,19 @@ pub(crate) enum ClientCause {
     FrameTimeout,
     /// A client without a principal where `authentication.required` is set.
     NoPrincipal,
+    /// A client that failed to authenticate with the proxy (or skipped it).
+    Unauthenticated,
 }
 
 impl ClientCause {
     /// Every cause, in the order of the limiter's windows.
-    pub(crate) const ALL: [ClientCause; 5] = [
+    pub(crate) const ALL: [ClientCause; 6] = [
         ClientCause::Malformed,
         ClientCause::TooLarge,
         ClientCause::UnsupportedVersion,
         ClientCause::FrameTimeout,
         ClientCause::NoPrincipal,
+        ClientCause::Unauthenticated,
     ];
 
     /// Its name, in the metric and the log.
@@ -44,6 +47,7 @@ impl ClientCause {
             ClientCause::UnsupportedVersion => "unsupported_version",
             ClientCause::FrameTimeout => "frame_timeout",
             ClientCause::NoPrincipal => "no_principal",
+            ClientCause::Unauthenticated => "unauthenticated",
         }
     }
 }

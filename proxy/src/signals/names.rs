@@ -30,6 +30,8 @@ pub(crate) enum CloseReason {
     Upstream,
     /// The client's TLS handshake failed.
     Tls,
+    /// The client did not authenticate with the proxy (`authentication.sasl`).
+    Authentication,
     /// The upstream broke the protocol (correlation ids, unsolicited bytes,
     /// closed with requests in flight).
     UpstreamProtocol,
@@ -40,7 +42,7 @@ pub(crate) enum CloseReason {
 
 impl CloseReason {
     /// Every reason, in the order of the signal's counters.
-    pub(crate) const ALL: [CloseReason; 11] = [
+    pub(crate) const ALL: [CloseReason; 12] = [
         CloseReason::Io,
         CloseReason::TooLarge,
         CloseReason::Malformed,
@@ -50,6 +52,7 @@ impl CloseReason {
         CloseReason::UpstreamAuth,
         CloseReason::Upstream,
         CloseReason::Tls,
+        CloseReason::Authentication,
         CloseReason::UpstreamProtocol,
         CloseReason::DrainDeadline,
     ];
@@ -66,6 +69,7 @@ impl CloseReason {
             CloseReason::UpstreamAuth => "upstream_auth",
             CloseReason::Upstream => "upstream",
             CloseReason::Tls => "tls",
+            CloseReason::Authentication => "authentication",
             CloseReason::UpstreamProtocol => "upstream_protocol",
             CloseReason::DrainDeadline => "drain_deadline",
         }

@@ -36,6 +36,7 @@
 //! - [`roots`]: referenced files confined to the roots the operator sets
 //! - [`tls`]: TLS both ways with OpenSSL peers
 //! - [`identity`]: principals from client certificates, and clients without one refused
+//! - [`terminated`]: SASL terminated by the proxy: SCRAM users as principals
 //! - [`parity`]: `check` against the invalid corpus
 //! - [`manifests`]: the Kubernetes manifests
 //! - [`ops`]: the alert rules and dashboard, evaluated by a real Prometheus
@@ -77,6 +78,7 @@ mod sasl;
 mod sni;
 mod soak;
 mod splice;
+mod terminated;
 mod threads;
 mod tls;
 mod watcher;

@@ -1,0 +1,131 @@
+//! SASL terminated by the proxy (`authentication.sasl`) in front of a
+//! plaintext tansu that authenticates no one: the proxy answers
+//! ApiVersions, SaslHandshake and SaslAuthenticate itself, against a
+//! credentials file that `sluice-proxy scram-credential` wrote, and the
+//! user is the principal a topic policy judges. With librdkafka and
+//! kafka-python: each user gets its own rights; a wrong password and an
+//! unknown user get the same answer, and open no connection to the broker
+//! (a relay in front of tansu counts them).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use sluice_testkit::bin;
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::python;
+use sluice_tests::relay::CountingRelay;
+
+/// `user`'s lines of the credentials file, from the subcommand, the
+/// password on its standard input.
+fn credentials(user: &str, password: &str) -> String {
+    let mut child = Command::new(bin("sluice-proxy"))
+        .args(["scram-credential", "--user", user])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run scram-credential");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{password}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const RULES: &str = "    authentication:
+      sasl: { mechanisms: [SCRAM-SHA-512, SCRAM-SHA-256], credentialsFile: users.scram }
+    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - { allow: [produce], topics: [orders], principals: [alice] }
+            - { allow: [produce], topics: [audit], principals: [bob] }
+            - { allow: [describe], topics: [\"*\"] }
+";
+
+#[test]
+fn scram_terminated_by_the_proxy_gives_each_user_its_rights() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = credentials("alice", "alice-pw") + &credentials("bob", "bob-pw");
+    std::fs::write(dir.path().join("users.scram"), users).unwrap();
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    tansu.create_topic("audit", 1);
+    let relay = CountingRelay::start(&tansu.addr);
+    let base = ports(2);
+    let config = format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{RULES}",
+        base + 1,
+        relay = relay.addr,
+    );
+    let mut proxy = Proxy::start_in(dir, &config);
+    proxy.allow("not authenticated");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let client = |mechanism: &str, user: &str, password: &str, library: &str| {
+        let args = [
+            &bootstrap[..],
+            mechanism,
+            user,
+            password,
+            "orders",
+            "audit",
+            "--library",
+            library,
+        ];
+        python::run_json("sasl_client.py", &args, Duration::from_secs(90))
+    };
+
+    for library in ["librdkafka", "kafka-python"] {
+        let alice = client("SCRAM-SHA-512", "alice", "alice-pw", library);
+        assert_eq!(alice["ok"], true, "alice, {library}: {alice}");
+        assert_eq!(
+            alice["delivered"]["orders"]["ok"], true,
+            "{library}: {alice}"
+        );
+        assert_eq!(
+            alice["delivered"]["audit"]["ok"], false,
+            "{library}: {alice}"
+        );
+        let bob = client("SCRAM-SHA-256", "bob", "bob-pw", library);
+        assert_eq!(bob["delivered"]["audit"]["ok"], true, "{library}: {bob}");
+        assert_eq!(bob["delivered"]["orders"]["ok"], false, "{library}: {bob}");
+
+        // A wrong password and an unknown user: the same answer, and no
+        // connection to the broker for either.
+        let before = relay.accepted();
+        let wrong = client("SCRAM-SHA-512", "alice", "guess", library);
+        let unknown = client("SCRAM-SHA-512", "mallory", "guess", library);
+        for (who, seen) in [("wrong password", &wrong), ("unknown user", &unknown)] {
+            assert_eq!(seen["ok"], false, "{who}, {library}: {seen}");
+            let error = seen["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("invalid credentials"),
+                "{who}, {library}: {seen}"
+            );
+        }
+        // The same words (around them, librdkafka says how long it waited:
+        // failures from one address are answered ever more slowly;
+        // kafka-python names the connection).
+        let words = |seen: &serde_json::Value| {
+            let error = seen["error"].as_str().unwrap_or_default();
+            let from = error.find("Authentication failed").unwrap_or(0);
+            let words = error[from..].split(" (after").next().unwrap_or_default();
+            words.trim_end_matches(')').to_owned()
+        };
+        assert_eq!(words(&wrong), words(&unknown), "{library}");
+        assert_eq!(
+            relay.accepted(),
+            before,
+            "{library}: an unauthenticated client reached the broker"
+        );
+    }
+    let closed = proxy.metric(
+        "sluice_connections_closed_on_error_total{cluster=\"terminated\",reason=\"authentication\"}",
+    );
+    assert!(closed >= 4.0, "{closed}");
+    proxy.assert_clean_logs();
+}
