@@ -1,11 +1,13 @@
 """Produces and consumes continuously until stdin closes, then reports JSON.
 
 usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE] [--verify BROKER] [--progress]
+                 [--sasl MECHANISM USER PASSWORD]
 
 With --progress, it prints "PROGRESS <acked> <error_count>" every 200 ms once
 started, so that a test sees the client producing again after an outage.
 
 With --ca, both clients speak TLS and verify the server against CA_FILE.
+With --sasl, both authenticate with SASL (over TLS with --ca).
 
 Prints "STARTED" once the first message has made the round trip, then keeps
 producing (one message every 2 ms, acks=all) and consuming with a consumer
@@ -33,6 +35,7 @@ idempotent = "--idempotent" in sys.argv
 progress = "--progress" in sys.argv
 ca = sys.argv[sys.argv.index("--ca") + 1] if "--ca" in sys.argv else None
 verify = sys.argv[sys.argv.index("--verify") + 1] if "--verify" in sys.argv else bootstrap
+sasl = sys.argv[sys.argv.index("--sasl") + 1:sys.argv.index("--sasl") + 4] if "--sasl" in sys.argv else None
 
 
 class Counter(logging.Handler):
@@ -54,6 +57,9 @@ errors = []
 common = {"bootstrap.servers": bootstrap, "logger": log, "error_cb": lambda e: errors.append(str(e))}
 if ca:
     common.update({"security.protocol": "SSL", "ssl.ca.location": ca})
+if sasl:
+    common.update({"security.protocol": "SASL_SSL" if ca else "SASL_PLAINTEXT", "sasl.mechanism": sasl[0],
+                   "sasl.username": sasl[1], "sasl.password": sasl[2]})
 producer = Producer(dict(common, **{"acks": "all", "linger.ms": 1, "enable.idempotence": idempotent}))
 # tansu answers a JoinGroup after half the session timeout: 22.5 s at
 # librdkafka's default of 45 s, 5 s at 10 s.

@@ -188,6 +188,13 @@ impl Steady {
         Self::start_command(cmd)
     }
 
+    /// Starts it authenticating with SASL `mechanism` as `user`.
+    pub fn start_sasl(bootstrap: &str, topic: &str, group: &str, sasl: [&str; 3]) -> Steady {
+        let mut cmd = command("steady.py");
+        cmd.args([bootstrap, topic, group, "--sasl"]).args(sasl);
+        Self::start_command(cmd)
+    }
+
     /// Starts it inside network namespace `ns` (a test "pod", see
     /// `sluice_testkit::netns`), not idempotent, reporting its
     /// [`Progress`].

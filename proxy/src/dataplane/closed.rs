@@ -29,6 +29,10 @@ pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, rol
         ConnError::Upstream(u) if u.is_auth() => {
             tracing::warn!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: the upstream refused the proxy's own lookup")
         }
+        // Meant: the operator took the principal out; one line per connection.
+        ConnError::Revoked(_) => {
+            tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: its principal was revoked")
+        }
         ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
             tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
         }

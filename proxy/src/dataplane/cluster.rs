@@ -36,6 +36,8 @@ pub(crate) struct NodeAddr {
     pub port: u16,
 }
 
+mod auth;
+
 /// A running generation of a virtual cluster.
 pub(crate) struct ClusterRuntime {
     /// The cluster's configuration as the generation started: its TLS
@@ -93,6 +95,9 @@ pub(crate) struct ClusterRuntime {
     pub(crate) upstream_versions: tokio::sync::OnceCell<Arc<ApiVersionsResponse>>,
     /// Failed authentications by source address (`terminate`).
     pub(crate) auth_failures: Failures,
+    /// Bumped when `authentication` changes in place: connections then
+    /// check their principal still holds ([`ClusterRuntime::still_knows`]).
+    auth_epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for ClusterRuntime {
@@ -150,6 +155,7 @@ impl ClusterRuntime {
             generation_gauge,
             upstream_versions: tokio::sync::OnceCell::new(),
             auth_failures: Failures::default(),
+            auth_epoch: AtomicU64::new(0),
         }))
     }
 
@@ -159,15 +165,6 @@ impl ClusterRuntime {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .acceptor
-            .clone()
-    }
-
-    /// Where new connections' principals come from now.
-    pub(crate) fn authentication(&self) -> Option<Arc<crate::config::identity::Authentication>> {
-        self.tls
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .authentication
             .clone()
     }
 
@@ -195,10 +192,16 @@ impl ClusterRuntime {
     /// next frame, and admission counts against the new `maxConnections`
     /// (connections over a lowered one stay). The generation stays the same.
     pub(crate) fn apply_in_place(&self, next: InPlace) {
-        *self
+        let mut tls = self
             .tls
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = next.tls;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = tls.authentication != next.tls.authentication;
+        *tls = next.tls;
+        drop(tls);
+        if changed {
+            self.auth_epoch.fetch_add(1, Ordering::AcqRel);
+        }
         self.limits.store(next.limits);
         self.quota.configure(next.filters.quota);
         self.filters.store(next.filters);

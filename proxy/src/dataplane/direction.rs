@@ -194,6 +194,8 @@ pub(super) enum ConnError {
     NoPrincipal(String),
     #[error("not authenticated: {0}")]
     Unauthenticated(super::refused::Unauthenticated),
+    #[error("principal {0:?} was revoked: authentication no longer knows it")]
+    Revoked(String),
     #[error("encoding an answer: {0}")]
     Encode(#[from] sluice_kafka::encode::EncodeError),
 }
@@ -209,7 +211,7 @@ impl ConnError {
             ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
             ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
             ConnError::Rewrite(_) | ConnError::Encode(_) => CloseReason::Rewrite,
-            ConnError::Unauthenticated(_) => CloseReason::Authentication,
+            ConnError::Unauthenticated(_) | ConnError::Revoked(_) => CloseReason::Authentication,
             ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
             ConnError::Upstream(_) => CloseReason::Upstream,
             ConnError::Tls(_) | ConnError::NoPrincipal(_) => CloseReason::Tls,

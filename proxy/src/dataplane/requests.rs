@@ -71,10 +71,21 @@ where
         tokio::time::sleep(jitter(cluster.drain_spread())).await;
     };
     tokio::pin!(stop);
+    // The principal is checked again whenever `authentication` changes in
+    // place: a user no longer listed is revoked at its next request.
+    let mut epoch = u64::MAX;
     loop {
         if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
             return Ok(());
+        }
+        if let Some(p) = principal
+            && cluster.auth_epoch() != epoch
+        {
+            epoch = cluster.auth_epoch();
+            if !cluster.still_knows(p) {
+                return Err(ConnError::Revoked(p.to_string()));
+            }
         }
         // Read per frame: a reload may change them in place.
         let limits = cluster.limits();

@@ -5,7 +5,8 @@
 //! user is the principal a topic policy judges. With librdkafka and
 //! kafka-python: each user gets its own rights; a wrong password and an
 //! unknown user get the same answer, and open no connection to the broker
-//! (a relay in front of tansu counts them).
+//! (a relay in front of tansu counts them). A user taken out of the file by
+//! a reload loses its connections; the others see nothing.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -15,7 +16,7 @@ use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
-use sluice_tests::python;
+use sluice_tests::python::{self, Steady};
 use sluice_tests::relay::CountingRelay;
 
 /// `user`'s lines of the credentials file, from the subcommand, the
@@ -127,5 +128,57 @@ fn scram_terminated_by_the_proxy_gives_each_user_its_rights() {
         "sluice_connections_closed_on_error_total{cluster=\"terminated\",reason=\"authentication\"}",
     );
     assert!(closed >= 4.0, "{closed}");
+    proxy.assert_clean_logs();
+}
+
+/// Revocation in place: bob is taken out of the credentials file by a
+/// reload; his producer's and consumer's connections close at their next
+/// request, and alice's producer and consumer see nothing: no error, no
+/// reconnect, nothing lost.
+#[test]
+fn a_user_removed_from_the_credentials_file_loses_its_connections_and_no_one_else_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = credentials("alice", "alice-pw");
+    let both = alice.clone() + &credentials("bob", "bob-pw");
+    std::fs::write(dir.path().join("users.scram"), &both).unwrap();
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    tansu.create_topic("audit", 1);
+    let base = ports(2);
+    let config = format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{tansu}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{tansu}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n    authentication:\n      sasl: {{ mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram }}\n",
+        base + 1,
+        tansu = tansu.addr,
+    );
+    let mut proxy = Proxy::start_in(dir, &config);
+    proxy.allow("not authenticated");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let a = Steady::start_sasl(
+        &bootstrap,
+        "orders",
+        "a",
+        ["SCRAM-SHA-512", "alice", "alice-pw"],
+    );
+    let b = Steady::start_sasl(&bootstrap, "audit", "b", ["SCRAM-SHA-512", "bob", "bob-pw"]);
+    let revoked = "sluice_connections_closed_on_error_total{cluster=\"terminated\",reason=\"authentication\"}";
+    assert_eq!(proxy.metric(revoked), 0.0);
+
+    let generation = proxy.clusters().clusters[0].generation;
+    std::fs::write(proxy.dir().join("users.scram"), &alice).unwrap();
+    let r = proxy.reload(&config);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        proxy.clusters().clusters[0].generation,
+        generation,
+        "in place"
+    );
+    proxy.wait_for_metric(revoked, 1.0, Duration::from_secs(30));
+    proxy.wait_for_log("its principal was revoked", Duration::from_secs(5));
+    drop(b);
+
+    let report = a.finish();
+    assert_eq!(report["error_count"], 0, "{report}");
+    assert_eq!(report["disconnects"], 0, "{report}");
+    assert_eq!(report["lost"], 0, "{report}");
     proxy.assert_clean_logs();
 }
