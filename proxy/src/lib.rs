@@ -4,6 +4,7 @@
 //! - [`dataplane`]: listeners, connections and upstream access
 //! - [`metrics`]: the Prometheus registry
 //! - `budget`: the process-wide budget of buffered bytes
+//! - `audit`: the data plane's audit lines, bounded per event
 //! - [`lifecycle`]: the pure state machine of a cluster generation
 //! - [`engine`]: generations and listeners; startup, prepare and commit
 //! - [`events`]: notable control-plane events, logged and counted together
@@ -23,6 +24,7 @@
 pub use sluice_config as config;
 
 pub mod admin;
+mod audit;
 mod budget;
 mod certs;
 pub mod cli;

@@ -12,6 +12,7 @@
 //! - [`kafka`]: a minimal synchronous Kafka client for raw-protocol tests
 //! - [`sockets`]: the kernel's view of who is connected to whom
 //! - [`relay`]: a TCP relay that counts the connections made through it
+//! - [`audit`]: the proxy's data-plane audit lines
 //! - [`manifests`]: the Kubernetes manifests, rendered and parsed
 //! - [`fleet`]: pods in network namespaces (the rollout tests and bench)
 //! - [`prometheus`]: a real Prometheus, `promtool`, the shipped rules and dashboard
@@ -20,6 +21,7 @@
 //! The end-to-end tests themselves are one binary, `tests/e2e`, with a
 //! module per concept.
 
+pub mod audit;
 pub mod config;
 pub mod fleet;
 pub mod hosts;

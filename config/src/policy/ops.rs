@@ -80,6 +80,21 @@ impl Operation {
         Operation::CLUSTER.contains(&self)
     }
 
+    /// Whether it changes the cluster's administration (topics, their
+    /// records, partitions and configs, groups, ACLs, quotas, brokers):
+    /// each one that goes through leaves a data-plane audit line.
+    pub fn audited(self) -> bool {
+        matches!(
+            self,
+            Operation::Create
+                | Operation::Delete
+                | Operation::Alter
+                | Operation::AlterConfigs
+                | Operation::AlterCluster
+                | Operation::DeleteGroups
+        )
+    }
+
     /// The cluster operation the configs APIs' other resources (BROKER,
     /// BROKER_LOGGER, ...: every one but TOPIC) are judged as, for an API of
     /// this operation: `describe-cluster` beside `describe-configs`,

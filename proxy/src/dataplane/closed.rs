@@ -7,13 +7,16 @@ use std::net::SocketAddr;
 
 use super::cluster::ClusterRuntime;
 use super::direction::ConnError;
+use super::refused::Unauthenticated;
 use super::upstream;
+use crate::audit::{Event, Line, Names};
 use crate::metrics::ClientCause;
 
 /// Says why a connection closed on an error, at the level its cause
 /// deserves.
 pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, role: impl Debug) {
     let (name, generation) = (cluster.name(), cluster.generation);
+    audit(cluster, e, peer);
     match e {
         ConnError::Io(_) | ConnError::ClosedMidFrame => {
             tracing::debug!(error = %e, "connection ended")
@@ -61,4 +64,29 @@ fn client_warning(
     };
     let (name, generation, cause) = (cluster.name(), cluster.generation, cause.as_str());
     tracing::warn!(cluster = %name, generation, %peer, role = ?role, cause, suppressed, error = %e, "connection closed on protocol error");
+}
+
+/// The audit line of a connection closed for want of an identity: a
+/// failed (or skipped) authentication, a certificate no rule maps, a
+/// principal revoked.
+fn audit(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr) {
+    let (principal, operation, outcome) = match e {
+        ConnError::Unauthenticated(Unauthenticated::Failed {
+            mechanism, user, ..
+        }) => (Some(user.as_str()), mechanism.as_str(), "failed"),
+        ConnError::Unauthenticated(_) => (None, "sasl", "failed"),
+        ConnError::NoPrincipal(_) => (None, "mtls", "no principal"),
+        ConnError::Revoked(p) => (Some(p.as_str()), "revocation", "revoked"),
+        _ => return,
+    };
+    let line = Line {
+        event: Event::Authentication,
+        principal,
+        client_id: "",
+        peer: Some(peer.ip()),
+        operation,
+        resources: &Names::default(),
+        outcome,
+    };
+    cluster.audit.write(cluster.name(), &line);
 }

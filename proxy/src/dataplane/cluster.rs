@@ -3,6 +3,7 @@
 //! Everything here is built in `prepare` before any traffic is routed to it.
 
 use super::refused::Failures;
+use crate::audit::Audit;
 use kafka_protocol::messages::ApiVersionsResponse;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -95,6 +96,8 @@ pub(crate) struct ClusterRuntime {
     pub(crate) upstream_versions: tokio::sync::OnceCell<Arc<ApiVersionsResponse>>,
     /// Failed authentications by source address (`terminate`).
     pub(crate) auth_failures: Failures,
+    /// The data plane's audit lines, bounded per event.
+    pub(crate) audit: Audit,
     /// Bumped when `authentication` changes in place: connections then
     /// check their principal still holds ([`ClusterRuntime::still_knows`]).
     auth_epoch: AtomicU64,
@@ -155,6 +158,7 @@ impl ClusterRuntime {
             generation_gauge,
             upstream_versions: tokio::sync::OnceCell::new(),
             auth_failures: Failures::default(),
+            audit: Audit::default(),
             auth_epoch: AtomicU64::new(0),
         }))
     }

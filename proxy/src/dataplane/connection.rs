@@ -32,7 +32,7 @@ use super::cores::Accepted;
 use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::identity;
 use super::inflight;
-use super::requests::forward_requests;
+use super::requests::{Who, forward_requests};
 use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
@@ -184,6 +184,7 @@ async fn run(
             let (to_client, to_upstream) = (splice::towards(&client), splice::towards(&upstream));
             let ends = Ends {
                 cluster,
+                peer,
                 told,
                 principal: principal.as_ref(),
             };
@@ -203,6 +204,7 @@ async fn run(
             let (upstream_rd, upstream_wr) = tokio::io::split(upstream.boxed());
             let ends = Ends {
                 cluster,
+                peer,
                 told,
                 principal: principal.as_ref(),
             };
@@ -244,6 +246,7 @@ async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<Stream
 #[derive(Clone, Copy)]
 struct Ends<'a> {
     cluster: &'a ClusterRuntime,
+    peer: IpAddr,
     told: Option<IpAddr>,
     principal: Option<&'a Arc<str>>,
 }
@@ -270,10 +273,16 @@ where
     let both = async move {
         let Ends {
             cluster,
+            peer,
             told,
             principal,
         } = ends;
-        let requests = forward_requests(client_rd, upstream_wr, tx, permits, cluster, principal);
+        let who = Who {
+            cluster,
+            peer,
+            principal,
+        };
+        let requests = forward_requests(client_rd, upstream_wr, tx, permits, who);
         let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
         tokio::pin!(requests, responses);
         tokio::select! {

@@ -5,6 +5,7 @@
 //! Waiting for a slot, like waiting for memory, is not reading: the client
 //! is throttled by its own TCP window, nothing queues behind it.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use sluice_kafka::frame::{
     REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_client_id,
     request_frame_size, request_header,
 };
+use sluice_kafka::policy::client_id;
 use sluice_kafka::versions::{Served, served};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -28,6 +30,7 @@ use super::live::Filters;
 use super::metered::Metered;
 use super::splice::Splice;
 use super::throttle;
+use crate::audit::{Event, Line, Names};
 use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
 use crate::metrics::Judged;
@@ -44,6 +47,15 @@ mod versions;
 /// too (`MAX_IN_FLIGHT` of them, 256 KiB, per connection).
 const ANSWER_BYTES_PER_SLOT: usize = 256;
 
+/// The client a connection serves: its cluster, its address, its
+/// principal.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Who<'a> {
+    pub(super) cluster: &'a ClusterRuntime,
+    pub(super) peer: IpAddr,
+    pub(super) principal: Option<&'a Arc<str>>,
+}
+
 /// Client to upstream, until the client stops sending or the generation
 /// drains.
 pub(super) async fn forward_requests<R, W>(
@@ -51,13 +63,17 @@ pub(super) async fn forward_requests<R, W>(
     mut wr: W,
     tx: Sender<Slot>,
     permits: Arc<Semaphore>,
-    cluster: &ClusterRuntime,
-    principal: Option<&Arc<str>>,
+    who: Who<'_>,
 ) -> Result<(), ConnError>
 where
     R: AsyncRead + Splice + Unpin,
     W: AsyncWrite + Splice + Unpin,
 {
+    let Who {
+        cluster,
+        peer,
+        principal,
+    } = who;
     let mut buf = FrameBuf::new(
         cluster.budget(),
         cluster.metrics.bytes_to_upstream.clone(),
@@ -125,6 +141,7 @@ where
             tx: &tx,
             cluster,
             principal,
+            peer,
         };
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
@@ -207,6 +224,8 @@ struct Request<'a> {
     cluster: &'a ClusterRuntime,
     /// The connection's principal, if it has one.
     principal: Option<&'a Arc<str>>,
+    /// The client's address.
+    peer: IpAddr,
     /// What the quota filter needs of the response.
     metered: Option<Box<Metered>>,
     /// A full Fetch that opens a session: the rules it was judged by.
@@ -368,8 +387,19 @@ where
         };
         let frame = buf.hold(request.total, rd, wr, clock).await?;
         let answer = deny_response(&frame, &header, error_code)?;
+        let api = api_name(header.api_key);
+        let line = Line {
+            event: Event::Denied,
+            principal: request.principal.map(|p| &**p),
+            client_id: client_id(&frame).unwrap_or_default(),
+            peer: Some(request.peer),
+            operation: api,
+            resources: &Names::default(),
+            outcome: "denied by deny-apis",
+        };
+        cluster.audit.write(cluster.name(), &line);
         drop(frame);
-        cluster.metrics.denied(api_name(header.api_key));
+        cluster.metrics.denied(api);
         // A large answer waits in as many slots as its size asks.
         let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
         if more > 0 {

@@ -3,11 +3,15 @@
 //! live in `sluice-config`'s `policy`; the per-API work in `sluice-kafka`'s
 //! `policy` and `cluster`).
 
+use std::sync::{Arc, OnceLock};
+
 use bytes::Bytes;
 use sluice_config::policy::{self, Client, Decision, Operation};
 use sluice_kafka::cluster::{CLUSTER_RESOURCE, refuse_cluster};
 use sluice_kafka::frame::{FrameError, RequestHeader};
 use sluice_kafka::policy::{Policed, TopicIds, police};
+
+use crate::audit::Names;
 
 /// A cluster's topic policy, as the data plane asks it.
 #[derive(Debug)]
@@ -25,6 +29,20 @@ impl TopicPolicy {
         let open = Operation::EVERY
             .map(|op| !by_client && policy.allows_every_topic(op, Client::default()));
         TopicPolicy { policy, open }
+    }
+
+    /// The policy that allows everything to everyone: what judges
+    /// administrative requests on a cluster without one, for the audit.
+    pub(crate) fn open() -> Arc<TopicPolicy> {
+        static OPEN: OnceLock<Arc<TopicPolicy>> = OnceLock::new();
+        let open = OPEN.get_or_init(|| {
+            Arc::new(TopicPolicy::new(policy::TopicPolicy {
+                combine: policy::Combine::First,
+                default: policy::Effect::Allow,
+                rules: Vec::new(),
+            }))
+        });
+        Arc::clone(open)
     }
 
     /// The operation of `api_key` when the proxy must look at its requests:
@@ -63,11 +81,14 @@ impl TopicPolicy {
         denials: &mut Denials,
     ) -> Result<Policed, FrameError> {
         let (frame, header) = request;
-        if self.open_for(op, client) {
+        // An administrative request is judged even where it is open to
+        // the client: the audit names what it does.
+        if self.open_for(op, client) && !op.audited() {
             return Ok(Policed::Forward);
         }
         if op.is_cluster() {
-            if denials.note(op, self.policy.decide_cluster(op, client)) {
+            let decision = self.policy.decide_cluster(op, client);
+            if denials.note_named(op, decision, CLUSTER_RESOURCE) {
                 return Ok(Policed::Forward);
             }
             let frame = refuse_cluster(frame, header)?;
@@ -75,7 +96,7 @@ impl TopicPolicy {
         }
         police(frame, header, ids, &mut |topic| {
             let (judged, decision) = self.judge(op, topic, client);
-            denials.note(judged, decision)
+            denials.note_named(judged, decision, topic)
         })
     }
 
@@ -130,18 +151,38 @@ impl TopicPolicy {
 }
 
 /// A request's denials by operation and deciding rule, for
-/// `sluice_policy_denied_total`.
+/// `sluice_policy_denied_total`, and the resources it named, denied and
+/// allowed, for the audit.
 #[derive(Debug, Default)]
-pub(crate) struct Denials(Vec<(Operation, Option<usize>, usize)>);
+pub(crate) struct Denials {
+    by_rule: Vec<(Operation, Option<usize>, usize)>,
+    pub(crate) denied: Names,
+    pub(crate) allowed: Names,
+}
 
 impl Denials {
+    /// [`Self::note`], naming the resource judged.
+    pub(crate) fn note_named(&mut self, op: Operation, decision: Decision, name: &str) -> bool {
+        let allowed = self.note(op, decision);
+        if allowed {
+            self.allowed.push(name);
+        } else {
+            self.denied.push(name);
+        }
+        allowed
+    }
+
     /// Notes one decision on `op` (a topic's, or the cluster's); returns
     /// whether it was allowed.
     pub(crate) fn note(&mut self, op: Operation, decision: Decision) -> bool {
         if let Decision::Deny { rule } = decision {
-            match self.0.iter_mut().find(|(o, r, _)| (*o, *r) == (op, rule)) {
+            match self
+                .by_rule
+                .iter_mut()
+                .find(|(o, r, _)| (*o, *r) == (op, rule))
+            {
                 Some((_, _, n)) => *n += 1,
-                None => self.0.push((op, rule, 1)),
+                None => self.by_rule.push((op, rule, 1)),
             }
         }
         decision.allowed()
@@ -151,11 +192,11 @@ impl Denials {
     /// cluster resources) of one request of `op`: the noted ones by rule,
     /// any others (a request naming every topic, judged whole) as
     /// `every-topic`.
-    pub(crate) fn by_rule(self, op: Operation, denied: usize) -> Vec<(Operation, String, usize)> {
-        let noted: usize = self.0.iter().map(|(_, _, n)| n).sum();
+    pub(crate) fn by_rule(&self, op: Operation, denied: usize) -> Vec<(Operation, String, usize)> {
+        let noted: usize = self.by_rule.iter().map(|(_, _, n)| n).sum();
         let label = |rule: Option<usize>| rule.map_or("default".into(), |i| (i + 1).to_string());
-        let mut out: Vec<(Operation, String, usize)> = (self.0.into_iter())
-            .map(|(o, rule, n)| (o, label(rule), n))
+        let mut out: Vec<(Operation, String, usize)> = (self.by_rule.iter())
+            .map(|(o, rule, n)| (*o, label(*rule), *n))
             .collect();
         if denied > noted {
             out.push((op, "every-topic".into(), denied - noted));

@@ -13,6 +13,7 @@ use std::time::Duration;
 use sluice_testkit::certs::Ca;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
+use sluice_tests::audit::audit_lines;
 use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
 use sluice_tests::python;
 use sluice_tests::relay::CountingRelay;
@@ -120,15 +121,18 @@ fn only_clients_whose_certificate_maps_to_a_principal_reach_the_broker() {
         proxy.metric("sluice_client_errors_total{cluster=\"identified\",cause=\"no_principal\"}");
     assert!(refusals >= 2.0, "{refusals}");
     // Warned about once per 10 s, not at every retry of the clients.
-    let lines = proxy
-        .logs()
-        .iter()
-        .filter(|l| l.contains("no principal"))
-        .count();
+    let warned = |l: &&String| l.contains("no principal") && !l.contains("\"data plane\"");
+    let lines = proxy.logs().iter().filter(warned).count();
     assert!(
         (lines as f64) < refusals,
         "{lines} lines for {refusals} refusals"
     );
+    // Each refusal is audited (bounded per event: a burst, then a rate).
+    let audited = audit_lines(&proxy);
+    let refused = |l: &&serde_json::Value| {
+        l["event"] == "authentication" && l["operation"] == "mtls" && l["outcome"] == "no principal"
+    };
+    assert!(audited.iter().filter(refused).count() >= 2, "{audited:?}");
 
     // A rule for the guests, by reload: in place (the same generation, no
     // drain), and mallory's next handshake maps.
@@ -169,6 +173,7 @@ const BY_PRINCIPAL: &str = "    authentication:
             - { allow: [produce], topics: [orders], principals: [alice] }
             - { allow: [produce], topics: [audit], principals: [\"b*\"] }
             - { allow: [describe], topics: [\"*\"] }
+            - { allow: [create], topics: [\"scratch-*\"], principals: [alice] }
       - type: quota
         config: { perPrincipal: { produceBytesPerSecond: 104857600 } }
 ";
@@ -191,7 +196,7 @@ fn two_certificates_of_one_ca_get_their_own_rights_whatever_client_id_they_say()
     tansu.create_topic("orders", 1);
     tansu.create_topic("audit", 1);
     let base = ports(2);
-    let proxy = Proxy::start_in(dir, &identified(base, &tansu.addr, BY_PRINCIPAL));
+    let mut proxy = Proxy::start_in(dir, &identified(base, &tansu.addr, BY_PRINCIPAL));
     let bootstrap = format!("127.0.0.1:{base}");
     let file = |name: &str| proxy.dir().join(name).display().to_string();
     let produce = |who: &str, client_id: &str, library: &str| {
@@ -225,6 +230,45 @@ fn two_certificates_of_one_ca_get_their_own_rights_whatever_client_id_they_say()
             "bob, {library}: {bob}"
         );
     }
+    // An administrative request that goes through is audited, with whoever
+    // sent it; so is every refusal.
+    let created = python::run_json(
+        "admin.py",
+        &[
+            &bootstrap[..],
+            "create-topic",
+            "scratch-1",
+            "1",
+            "--ssl",
+            &file("ca.pem"),
+            &file("alice.crt"),
+            &file("alice.key"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(created["scratch-1"]["ok"], true, "{created}");
+    proxy.wait_for_log("\"event\":\"admin\"", Duration::from_secs(10));
+    let audit = audit_lines(&proxy);
+    let admin: Vec<_> = audit.iter().filter(|l| l["event"] == "admin").collect();
+    assert_eq!(admin.len(), 1, "{audit:?}");
+    let expected = [
+        ("principal", "alice"),
+        ("operation", "create"),
+        ("resources", "scratch-1"),
+        ("outcome", "forwarded"),
+    ];
+    for (field, value) in expected {
+        assert_eq!(admin[0][field], value, "{field} in {:?}", admin[0]);
+    }
+    // Bob, saying he is alice, is refused and audited as bob.
+    assert!(
+        audit.iter().any(|l| l["event"] == "denied"
+            && l["principal"] == "bob"
+            && l["client_id"] == "alice"
+            && l["resources"] == "orders"),
+        "{audit:?}"
+    );
+
     // Counted by principal: bob's refusals as bob, whatever id he said.
     for who in ["alice", "bob"] {
         let denied = proxy.metric(&format!(

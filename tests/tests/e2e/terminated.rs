@@ -15,6 +15,7 @@ use std::time::Duration;
 use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
+use sluice_tests::audit::audit_lines;
 use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
 use sluice_tests::python::{self, Steady};
 use sluice_tests::relay::CountingRelay;
@@ -128,6 +129,17 @@ fn scram_terminated_by_the_proxy_gives_each_user_its_rights() {
         "sluice_connections_closed_on_error_total{cluster=\"terminated\",reason=\"authentication\"}",
     );
     assert!(closed >= 4.0, "{closed}");
+    // Audited with the user each claimed.
+    let audit = audit_lines(&proxy);
+    for claimed in ["alice", "mallory"] {
+        assert!(
+            audit.iter().any(|l| l["event"] == "authentication"
+                && l["principal"] == claimed
+                && l["operation"] == "SCRAM-SHA-512"
+                && l["outcome"] == "failed"),
+            "{claimed}: {audit:?}"
+        );
+    }
     proxy.assert_clean_logs();
 }
 

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use sluice_config::policy::Operation;
+use sluice_config::policy::{Operation, operation_of};
 use sluice_kafka::frame::RequestHeader;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
@@ -19,6 +19,7 @@ use super::super::throttle;
 use super::sessions::{FETCH, Session, watching};
 use super::{Request, Way, decide};
 use crate::filter::Verdict;
+use crate::filter::topic_policy::TopicPolicy;
 
 /// What every request of a connection shares: its in-flight slots, the
 /// response side's queue, the cluster, the client's principal.
@@ -28,6 +29,8 @@ pub(super) struct Shared<'a> {
     pub(super) cluster: &'a ClusterRuntime,
     /// The connection's principal, if it has one.
     pub(super) principal: Option<&'a Arc<str>>,
+    /// The client's address.
+    pub(super) peer: std::net::IpAddr,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -57,10 +60,13 @@ where
             }
             _ => None,
         };
-        let policed = chain.policy.as_ref().and_then(|p| {
-            let op = p.polices(header.api_key)?;
-            Some((Arc::clone(p), op))
-        });
+        // An administrative request is looked at whatever the policy, for
+        // the audit (they are rare).
+        let audited = operation_of(header.api_key).filter(|op| op.audited());
+        let policed = match &chain.policy {
+            Some(p) => (p.polices(header.api_key).or(audited)).map(|op| (Arc::clone(p), op)),
+            None => audited.map(|op| (TopicPolicy::open(), op)),
+        };
         drop(chain);
         // A Fetch session the consume rules changed under starts again
         // (`sessions`); free while no policy looks at Fetch.
@@ -85,6 +91,7 @@ where
             tx: conn.tx,
             cluster,
             principal: conn.principal,
+            peer: conn.peer,
             metered,
             opens,
         };

@@ -13,6 +13,7 @@ use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, produce_hea
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ANSWER_BYTES_PER_SLOT, Request, Way};
+use crate::audit::{Event, Line, Names};
 use crate::dataplane::block::charged;
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::direction::{Answer, CHUNK, ConnError, MAX_IN_FLIGHT, Merged};
@@ -147,14 +148,38 @@ where
         let mut denials = Denials::default();
         let policed =
             policy.police((&frame, &header), &cluster.topic_ids, op, who, &mut denials)?;
+        let audit = |event, names: &Names, outcome| {
+            let line = Line {
+                event,
+                principal: principal.as_deref(),
+                client_id: &client,
+                peer: Some(request.peer),
+                operation: op.name(),
+                resources: names,
+                outcome,
+            };
+            cluster.audit.write(cluster.name(), &line);
+        };
+        let forwarded = |denials: &Denials| {
+            if op.audited() && !denials.allowed.is_empty() {
+                audit(Event::Admin, &denials.allowed, "forwarded");
+            }
+        };
         let (sent, answer) = match policed {
-            Policed::Forward => (frame, Answer::Upstream(header)),
+            Policed::Forward => {
+                forwarded(&denials);
+                (frame, Answer::Upstream(header))
+            }
             Policed::Split {
                 request: part,
                 merge,
                 denied,
             } => {
-                count_denials(cluster, (op, principal.as_deref()), denials, denied);
+                count_denials(cluster, (op, principal.as_deref()), &denials, denied);
+                if denied > 0 {
+                    audit(Event::Denied, &denials.denied, "denied");
+                }
+                forwarded(&denials);
                 let sent = match part {
                     Some(part) => {
                         drop(frame);
@@ -171,7 +196,8 @@ where
                 denied,
             } => {
                 drop(frame);
-                count_denials(cluster, (op, principal.as_deref()), denials, denied);
+                count_denials(cluster, (op, principal.as_deref()), &denials, denied);
+                audit(Event::Denied, &denials.denied, "denied");
                 if !answered {
                     return Ok(false);
                 }
@@ -203,7 +229,7 @@ where
 fn count_denials(
     cluster: &ClusterRuntime,
     (op, who): (Operation, Option<&str>),
-    denials: Denials,
+    denials: &Denials,
     denied: usize,
 ) {
     for (op, rule, count) in denials.by_rule(op, denied) {

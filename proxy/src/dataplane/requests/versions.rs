@@ -58,6 +58,7 @@ where
                     tx,
                     cluster,
                     principal: None,
+                    peer: std::net::Ipv4Addr::UNSPECIFIED.into(),
                     metered: None,
                     opens: None,
                 };
