@@ -52,6 +52,10 @@ pub struct Authentication {
     pub mtls: Option<MtlsPrincipals>,
     /// Principals from SASL, which the proxy terminates.
     pub sasl: Option<SaslTermination>,
+    /// Principals from SASL, which the broker checks and the proxy reads
+    /// (`saslInspection: {}`): the user a client authenticated as, once
+    /// the broker says it succeeded.
+    pub sasl_inspection: bool,
     /// Whether a client without a principal is refused.
     pub required: bool,
 }

@@ -101,6 +101,9 @@ impl<'n> Fields<'n> {
         for entry in entries {
             if !known.contains(&entry.key.as_str()) {
                 let message = match suggest(&entry.key, known) {
+                    None if known.is_empty() => {
+                        format!("unknown field {:?}: this mapping takes no keys", entry.key)
+                    }
                     Some(close) => {
                         format!("unknown field {:?}, did you mean {close:?}?", entry.key)
                     }

@@ -37,6 +37,7 @@ mod fetch;
 mod held;
 mod identity;
 mod inflight;
+mod inspect;
 mod latch;
 pub(crate) mod listener;
 pub(crate) mod live;

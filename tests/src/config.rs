@@ -29,3 +29,16 @@ pub fn listed_times(cluster: &str, upstream: &str, times: usize) -> String {
     let list = vec![format!("\"{upstream}\""); times].join(", ");
     cluster.replacen(&format!("[\"{upstream}\"]"), &format!("[{list}]"), 1)
 }
+
+/// A cluster's `filters` (at its indentation): a topic policy keyed on
+/// principals, `alice` may write `orders` and `bob` `audit`, both may
+/// describe every topic, nothing else.
+pub const BY_PRINCIPAL: &str = "    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - { allow: [produce], topics: [orders], principals: [alice] }
+            - { allow: [produce], topics: [audit], principals: [bob] }
+            - { allow: [describe], topics: [\"*\"] }
+";

@@ -11,7 +11,7 @@ use crate::tls::{Loaded, read_file};
 use crate::types::SaslMechanism;
 use crate::yaml::Node;
 
-const AUTHENTICATION_KEYS: &[&str] = &["mtls", "sasl", "required"];
+const AUTHENTICATION_KEYS: &[&str] = &["mtls", "sasl", "saslInspection", "required"];
 const SASL_KEYS: &[&str] = &["mechanisms", "credentialsFile"];
 
 /// What the cluster's gateway does with TLS.
@@ -48,33 +48,41 @@ pub(crate) fn authentication(
     let sasl = f.optional(cx, "sasl", |cx, node, path| {
         sasl(cx, node, path, gateway.tls)
     });
+    let inspection = f.optional(cx, "saslInspection", |cx, node, path| {
+        Fields::of(cx, node, path, &[]).map(|_| ())
+    });
     let required = f.optional(cx, "required", boolean);
     if (mtls.is_none() && f.has("mtls"))
         || (sasl.is_none() && f.has("sasl"))
+        || (inspection.is_none() && f.has("saslInspection"))
         || (required.is_none() && f.has("required"))
     {
         return None;
     }
-    match (&mtls, &sasl) {
-        (None, None) => {
+    let sources = usize::from(mtls.is_some())
+        + usize::from(sasl.is_some())
+        + usize::from(inspection.is_some());
+    match sources {
+        0 => {
             return cx.fail(
                 path,
                 f.mark(),
-                "names no source of principals: add mtls or sasl (or leave authentication out)",
+                "names no source of principals: add mtls, sasl or saslInspection (or leave authentication out)",
             );
         }
-        (Some(_), Some(_)) => {
+        1 => {}
+        _ => {
             return cx.fail(
                 path,
                 f.mark(),
-                "one source of principals per cluster: mtls or sasl, not both",
+                "one source of principals per cluster: mtls, sasl or saslInspection",
             );
         }
-        _ => {}
     }
     Some(Authentication {
         mtls,
         sasl,
+        sasl_inspection: inspection.is_some(),
         required: required.unwrap_or(false),
     })
 }

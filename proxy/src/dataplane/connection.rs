@@ -15,8 +15,8 @@
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use super::cores::Accepted;
 use super::direction::{ConnError, MAX_IN_FLIGHT};
 use super::identity;
 use super::inflight;
+use super::inspect::Inspection;
 use super::requests::{Who, forward_requests};
 use super::responses::forward_responses;
 use super::splice::{self, Copying, Splice};
@@ -133,13 +134,15 @@ async fn run(
     let auth = cluster.authentication();
     let auth = auth.as_deref();
     // Who the client is, when the cluster's authentication says.
-    let mut principal: Option<Arc<str>> = None;
+    let principal: OnceLock<Arc<str>> = OnceLock::new();
     let client = match (incoming, cluster.acceptor()) {
         (Incoming::Tcp(accepted), Some(acceptor)) => {
             let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
             let (tls, who) = handshake(Box::pin(acceptor.accept(tcp)), auth).await?;
-            principal = who;
+            if let Some(who) = who {
+                let _ = principal.set(who);
+            }
             Stream::Wrapped(tls)
         }
         (Incoming::Tcp(accepted), None) => {
@@ -151,7 +154,9 @@ async fn run(
             let _ = start.io.set_nodelay(true);
             let config = Arc::clone(acceptor.config());
             let (tls, who) = handshake(Box::pin((*start).into_stream(config)), auth).await?;
-            principal = who;
+            if let Some(who) = who {
+                let _ = principal.set(who);
+            }
             Stream::Wrapped(tls)
         }
         // Validation requires TLS with SNI routing.
@@ -170,8 +175,12 @@ async fn run(
             Stream::Plain(tcp) => Box::pin(terminate::authenticate(tcp, sasl, cluster, peer)).await,
             Stream::Wrapped(io) => Box::pin(terminate::authenticate(io, sasl, cluster, peer)).await,
         };
-        principal = Some(proved?);
+        let _ = principal.set(proved?);
     }
+    // Inspection reads who the broker authenticates, later.
+    let inspection = auth
+        .filter(|a| a.sasl_inspection)
+        .map(|_| Box::new(Inspection::default()));
     let mut upstream = Box::pin(connect_upstream(cluster, role)).await?;
     if terminated.is_some() {
         Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;
@@ -186,7 +195,8 @@ async fn run(
                 cluster,
                 peer,
                 told,
-                principal: principal.as_ref(),
+                principal: &principal,
+                inspection: inspection.as_deref(),
             };
             let (crd, cwr) = client.split();
             let (urd, uwr) = upstream.split();
@@ -206,7 +216,8 @@ async fn run(
                 cluster,
                 peer,
                 told,
-                principal: principal.as_ref(),
+                principal: &principal,
+                inspection: inspection.as_deref(),
             };
             pipe(client_rd, client_wr, upstream_rd, upstream_wr, ends).await
         }
@@ -248,7 +259,8 @@ struct Ends<'a> {
     cluster: &'a ClusterRuntime,
     peer: IpAddr,
     told: Option<IpAddr>,
-    principal: Option<&'a Arc<str>>,
+    principal: &'a OnceLock<Arc<str>>,
+    inspection: Option<&'a Inspection>,
 }
 
 /// Runs both directions of a connection to their end.
@@ -276,14 +288,17 @@ where
             peer,
             told,
             principal,
+            inspection,
         } = ends;
         let who = Who {
             cluster,
             peer,
             principal,
+            inspection,
         };
+        let inspected = inspection.map(|i| (i, principal));
         let requests = forward_requests(client_rd, upstream_wr, tx, permits, who);
-        let responses = forward_responses(upstream_rd, client_wr, rx, cluster, told);
+        let responses = forward_responses(upstream_rd, client_wr, rx, (cluster, told), inspected);
         tokio::pin!(requests, responses);
         tokio::select! {
             biased;

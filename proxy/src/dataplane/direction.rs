@@ -42,6 +42,8 @@ pub(super) struct Slot {
     /// A full Fetch that opens a session: the consume rules it was judged
     /// by, remembered with the session id its response gives.
     pub(super) opens: Option<Box<Judged>>,
+    /// A SaslAuthenticate the inspection reads the answer of (`inspect`).
+    pub(super) inspects: bool,
     pub(super) _permit: OwnedSemaphorePermit,
 }
 

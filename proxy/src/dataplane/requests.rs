@@ -6,7 +6,7 @@
 //! is throttled by its own TCP window, nothing queues behind it.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,6 +26,7 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
 use super::inflight::Sender;
+use super::inspect::Inspection;
 use super::live::Filters;
 use super::metered::Metered;
 use super::splice::Splice;
@@ -37,6 +38,7 @@ use crate::metrics::Judged;
 
 mod dispatch;
 use dispatch::Shared;
+mod inspect;
 mod police;
 mod sessions;
 pub(super) use sessions::learn_session;
@@ -53,7 +55,10 @@ const ANSWER_BYTES_PER_SLOT: usize = 256;
 pub(super) struct Who<'a> {
     pub(super) cluster: &'a ClusterRuntime,
     pub(super) peer: IpAddr,
-    pub(super) principal: Option<&'a Arc<str>>,
+    /// Set before the first request, or (inspection) once the broker
+    /// authenticated the client.
+    pub(super) principal: &'a OnceLock<Arc<str>>,
+    pub(super) inspection: Option<&'a Inspection>,
 }
 
 /// Client to upstream, until the client stops sending or the generation
@@ -72,7 +77,8 @@ where
     let Who {
         cluster,
         peer,
-        principal,
+        principal: identity,
+        inspection,
     } = who;
     let mut buf = FrameBuf::new(
         cluster.budget(),
@@ -95,6 +101,7 @@ where
         {
             return Ok(());
         }
+        let principal = identity.get();
         if let Some(p) = principal
             && cluster.auth_epoch() != epoch
         {
@@ -142,6 +149,7 @@ where
             cluster,
             principal,
             peer,
+            inspection,
         };
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
@@ -230,6 +238,8 @@ struct Request<'a> {
     metered: Option<Box<Metered>>,
     /// A full Fetch that opens a session: the rules it was judged by.
     opens: Option<Box<Judged>>,
+    /// A SaslAuthenticate whose answer the inspection reads.
+    inspects: bool,
 }
 
 impl Request<'_> {
@@ -277,6 +287,7 @@ impl Request<'_> {
             answer,
             metered,
             opens,
+            inspects: self.inspects,
             _permit: permit,
         };
         self.tx.send(slot, wake);

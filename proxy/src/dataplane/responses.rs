@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
 
 use sluice_kafka::frame::RequestHeader;
 use sluice_kafka::streamed::streams;
@@ -20,6 +21,7 @@ use super::direction::{Answer, ConnError, FrameClock, Slot};
 use super::fetch;
 use super::held::{held_whole, passes_as_it_came, response_head, write_transformed};
 use super::inflight::Receiver;
+use super::inspect::Inspection;
 use super::merged::relay_merged;
 use super::metered::Metered;
 use super::patience::Patient;
@@ -37,8 +39,8 @@ pub(super) async fn forward_responses<R, W>(
     mut rd: R,
     wr: W,
     mut rx: Receiver<Slot>,
-    cluster: &ClusterRuntime,
-    mut told: Option<IpAddr>,
+    (cluster, mut told): (&ClusterRuntime, Option<IpAddr>),
+    inspected: Option<(&Inspection, &OnceLock<Arc<str>>)>,
 ) -> Result<(), ConnError>
 where
     R: AsyncRead + Splice + Unpin,
@@ -88,7 +90,15 @@ where
         };
         // Boxed: what a frame on its way needs is held only while it is,
         // so that an idle connection's task stays small.
-        let answered = Box::pin(answer(front, &mut buf, &mut rd, &mut wr, cluster)).await;
+        let answered = match inspected.filter(|_| front.inspects) {
+            Some(inspection) => {
+                Box::pin(relay_inspected(
+                    front, inspection, &mut buf, &mut rd, &mut wr, cluster,
+                ))
+                .await
+            }
+            None => Box::pin(answer(front, &mut buf, &mut rd, &mut wr, cluster)).await,
+        };
         let api = match answered {
             Err(ConnError::ClosedMidFrame) => return Err(closed(&queue)),
             other => other?,
@@ -159,6 +169,32 @@ where
             Ok(Some(header.api_key))
         }
     }
+}
+
+/// Passes on the broker's answer to a SaslAuthenticate the inspection
+/// reads: held whole (it is small), read, written.
+async fn relay_inspected<R, W>(
+    front: &Slot,
+    (inspection, principal): (&Inspection, &OnceLock<Arc<str>>),
+    buf: &mut FrameBuf,
+    rd: &mut R,
+    wr: &mut W,
+    cluster: &ClusterRuntime,
+) -> Result<Option<i16>, ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let Answer::Upstream(header) = &front.answer else {
+        return answer(front, buf, rd, wr, cluster).await;
+    };
+    let max = cluster.limits().max_frame_bytes;
+    let mut clock = FrameClock::unlimited();
+    let total = response_head(header, max, buf, rd, wr, &mut clock).await?;
+    let frame = buf.hold(total, rd, wr, &mut clock).await?;
+    inspection.answered(&frame, header, principal);
+    buf.write(wr, &frame).await?;
+    Ok(Some(header.api_key))
 }
 
 /// A response cut off mid-frame: the upstream closed with the requests

@@ -293,7 +293,7 @@ async fn read_frame<S: AsyncRead + Unpin>(io: &mut S) -> Result<Bytes, ConnError
 }
 
 /// The body of a request frame of `api` at `version`.
-fn body<T: Decodable>(frame: &Bytes, api: ApiKey, version: i16) -> Result<T, ConnError> {
+pub(super) fn body<T: Decodable>(frame: &Bytes, api: ApiKey, version: i16) -> Result<T, ConnError> {
     let mut buf = frame.slice(4..);
     let bad = |_| ConnError::Frame(FrameError::BadHeader("SASL request"));
     KHeader::decode(&mut buf, api.request_header_version(version)).map_err(bad)?;

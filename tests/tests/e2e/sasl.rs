@@ -11,6 +11,7 @@
 //!   watcher without a new generation
 //! - `reauth`: a second authentication on a live connection (KIP-368)
 //!   passes through
+//! - `inspection`: the user the broker authenticated as the principal
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use sluice_tests::peers::TANSU_NODE_ID;
 use sluice_tests::python;
 use sluice_tests::sasl::{MECHANISM, PASSWORD, USER};
 
+mod inspection;
 mod own;
 mod passthrough;
 mod reauth;

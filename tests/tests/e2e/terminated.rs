@@ -16,6 +16,7 @@ use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::audit::audit_lines;
+use sluice_tests::config::BY_PRINCIPAL;
 use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
 use sluice_tests::python::{self, Steady};
 use sluice_tests::relay::CountingRelay;
@@ -37,16 +38,8 @@ fn credentials(user: &str, password: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-const RULES: &str = "    authentication:
+const AUTHENTICATION: &str = "    authentication:
       sasl: { mechanisms: [SCRAM-SHA-512, SCRAM-SHA-256], credentialsFile: users.scram }
-    filters:
-      - type: topic-policy
-        config:
-          default: deny
-          rules:
-            - { allow: [produce], topics: [orders], principals: [alice] }
-            - { allow: [produce], topics: [audit], principals: [bob] }
-            - { allow: [describe], topics: [\"*\"] }
 ";
 
 #[test]
@@ -60,7 +53,7 @@ fn scram_terminated_by_the_proxy_gives_each_user_its_rights() {
     let relay = CountingRelay::start(&tansu.addr);
     let base = ports(2);
     let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{RULES}",
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{AUTHENTICATION}{BY_PRINCIPAL}",
         base + 1,
         relay = relay.addr,
     );

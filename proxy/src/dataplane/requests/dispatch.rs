@@ -18,6 +18,7 @@ use super::super::splice::Splice;
 use super::super::throttle;
 use super::sessions::{FETCH, Session, watching};
 use super::{Request, Way, decide};
+use crate::dataplane::inspect::Inspection;
 use crate::filter::Verdict;
 use crate::filter::topic_policy::TopicPolicy;
 
@@ -31,6 +32,8 @@ pub(super) struct Shared<'a> {
     pub(super) principal: Option<&'a Arc<str>>,
     /// The client's address.
     pub(super) peer: std::net::IpAddr,
+    /// SASL inspection, where the cluster's authentication asks for it.
+    pub(super) inspection: Option<&'a Inspection>,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -94,7 +97,14 @@ where
             peer: conn.peer,
             metered,
             opens,
+            inspects: false,
         };
+        if let Some(inspection) = conn.inspection
+            && verdict == Verdict::Forward
+            && Inspection::reads(&request.header)
+        {
+            return Box::pin(self.inspected(request, inspection)).await;
+        }
         match verdict {
             Verdict::Forward if reset => Box::pin(self.reset_session(request)).await,
             Verdict::Forward => match policed {

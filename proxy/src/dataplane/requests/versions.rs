@@ -61,6 +61,7 @@ where
                     peer: std::net::Ipv4Addr::UNSPECIFIED.into(),
                     metered: None,
                     opens: None,
+                    inspects: false,
                 };
                 self.answer(request, answer).await
             }

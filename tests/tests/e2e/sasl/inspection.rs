@@ -1,0 +1,67 @@
+//! SASL inspection (`authentication.saslInspection`): tansu, requiring
+//! SCRAM-SHA-512, authenticates the clients; the proxy reads the user each
+//! authenticated as, once the broker says it succeeded, and a topic policy
+//! judges by it. With librdkafka and kafka-python.
+
+use std::time::Duration;
+
+use sluice_testkit::ports::ports;
+use sluice_testkit::proxy::Proxy;
+use sluice_tests::audit::audit_lines;
+use sluice_tests::config::BY_PRINCIPAL;
+use sluice_tests::python;
+use sluice_tests::sasl::ScramTansu;
+
+use super::config;
+
+const INSPECTED: &str = "    authentication: { saslInspection: {} }\n";
+
+#[test]
+fn the_principal_is_the_user_the_broker_authenticated() {
+    let users = [
+        ("alice", "alice-pw", "SCRAM-SHA-512"),
+        ("bob", "bob-pw", "SCRAM-SHA-512"),
+    ];
+    let broker = ScramTansu::start(&users, &[("orders", 1), ("audit", 1)], None);
+    let base = ports(2);
+    let yaml = config("inspected", &broker.addr, base, "", "") + INSPECTED + BY_PRINCIPAL;
+    let proxy = Proxy::start(&yaml);
+    let bootstrap = format!("127.0.0.1:{base}");
+    let client = |user: &str, password: &str, library: &str| {
+        let args = [
+            &bootstrap[..],
+            "SCRAM-SHA-512",
+            user,
+            password,
+            "orders",
+            "audit",
+            "--library",
+            library,
+        ];
+        python::run_json("sasl_client.py", &args, Duration::from_secs(90))
+    };
+    for library in ["librdkafka", "kafka-python"] {
+        let alice = client("alice", "alice-pw", library);
+        assert_eq!(
+            alice["delivered"]["orders"]["ok"], true,
+            "{library}: {alice}"
+        );
+        assert_eq!(
+            alice["delivered"]["audit"]["ok"], false,
+            "{library}: {alice}"
+        );
+        let bob = client("bob", "bob-pw", library);
+        assert_eq!(bob["delivered"]["audit"]["ok"], true, "{library}: {bob}");
+        assert_eq!(bob["delivered"]["orders"]["ok"], false, "{library}: {bob}");
+        // The broker refuses a wrong password: no principal, no access.
+        let wrong = client("alice", "guess", library);
+        assert_eq!(wrong["ok"], false, "{library}: {wrong}");
+    }
+    let audit = audit_lines(&proxy);
+    assert!(
+        audit.iter().any(|l| l["event"] == "denied"
+            && l["principal"] == "bob"
+            && l["resources"] == "orders"),
+        "{audit:?}"
+    );
+}
