@@ -6,7 +6,8 @@
 //! kafka-python: each user gets its own rights; a wrong password and an
 //! unknown user get the same answer, and open no connection to the broker
 //! (a relay in front of tansu counts them). A user taken out of the file by
-//! a reload loses its connections; the others see nothing.
+//! a reload loses its connections; the others see nothing. Raw frames get
+//! nothing past it.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -185,5 +186,104 @@ fn a_user_removed_from_the_credentials_file_loses_its_connections_and_no_one_els
     assert_eq!(report["error_count"], 0, "{report}");
     assert_eq!(report["disconnects"], 0, "{report}");
     assert_eq!(report["lost"], 0, "{report}");
+    proxy.assert_clean_logs();
+}
+
+/// A hostile client of a terminating proxy, with raw frames: anything but
+/// the SASL exchange first, an oversized frame, SaslHandshake v0 each close
+/// the connection, and none opens one to the broker; a mechanism not offered
+/// and a malformed token get Kafka's errors. A reload with a credentials file
+/// that does not parse is refused, and the users in force go on.
+#[test]
+fn raw_frames_get_nothing_past_a_terminating_proxy() {
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, SaslAuthenticateRequest,
+        SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    use sluice_tests::kafka::Conn;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("users.scram"),
+        credentials("alice", "alice-pw"),
+    )
+    .unwrap();
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    let relay = CountingRelay::start(&tansu.addr);
+    let base = ports(2);
+    let config = format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{AUTHENTICATION}",
+        base + 1,
+        relay = relay.addr,
+    );
+    let mut proxy = Proxy::start_in(dir, &config);
+    proxy.allow("not authenticated");
+    proxy.allow("over the limit");
+    proxy.allow("reload rejected");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let second = Duration::from_secs(5);
+
+    // The exchange's own errors (the proxy's ApiVersions asks the broker's
+    // versions once, on a connection of its own).
+    let mut conn = Conn::connect(&bootstrap);
+    let versions: ApiVersionsResponse =
+        conn.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    let handshake = versions.api_keys.iter().find(|k| k.api_key == 17).unwrap();
+    assert_eq!(handshake.min_version, 1, "v0 (unframed tokens) not offered");
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_static_str("GSSAPI");
+    let refused: SaslHandshakeResponse = conn.call(ApiKey::SaslHandshake, 1, &request);
+    assert_eq!(refused.error_code, 33, "UNSUPPORTED_SASL_MECHANISM");
+    let offered: Vec<&str> = refused.mechanisms.iter().map(|m| m.as_str()).collect();
+    assert_eq!(offered, ["SCRAM-SHA-512", "SCRAM-SHA-256"]);
+    request.mechanism = StrBytes::from_static_str("SCRAM-SHA-512");
+    let chosen: SaslHandshakeResponse = conn.call(ApiKey::SaslHandshake, 1, &request);
+    assert_eq!(chosen.error_code, 0);
+    let mut token = SaslAuthenticateRequest::default();
+    token.auth_bytes = bytes::Bytes::from_static(b"\xff not scram");
+    let failed: SaslAuthenticateResponse = conn.call(ApiKey::SaslAuthenticate, 2, &token);
+    assert_eq!(failed.error_code, 58, "SASL_AUTHENTICATION_FAILED");
+    let words = failed.error_message.as_deref().unwrap_or_default();
+    assert!(words.contains("invalid credentials"), "{words}");
+    assert!(conn.closed_within(second));
+
+    let before = relay.accepted();
+    let mut early = Conn::connect(&bootstrap);
+    early.send(ApiKey::Metadata, 12, &MetadataRequest::default());
+    assert!(
+        early.closed_within(second),
+        "a request before authenticating"
+    );
+    let mut old = Conn::connect(&bootstrap);
+    old.send(ApiKey::SaslHandshake, 0, &request);
+    assert!(old.closed_within(second), "SaslHandshake v0");
+    let mut huge = Conn::connect(&bootstrap);
+    std::io::Write::write_all(&mut huge.stream, &(1_i32 << 20).to_be_bytes()).unwrap();
+    assert!(huge.closed_within(second), "a frame over 16 KiB");
+    assert_eq!(relay.accepted(), before, "a connection reached the broker");
+
+    // A credentials file that does not parse: the reload is refused, the
+    // users in force go on.
+    let generation = proxy.clusters().clusters[0].generation;
+    std::fs::write(
+        proxy.dir().join("users.scram"),
+        "alice SCRAM-SHA-512 iterations=1\n",
+    )
+    .unwrap();
+    let r = proxy.reload(&config);
+    assert_ne!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("users.scram"), "{}", r.body);
+    assert_eq!(proxy.clusters().clusters[0].generation, generation);
+    let args = [
+        &bootstrap[..],
+        "SCRAM-SHA-512",
+        "alice",
+        "alice-pw",
+        "orders",
+    ];
+    let alice = python::run_json("sasl_client.py", &args, Duration::from_secs(60));
+    assert_eq!(alice["delivered"]["orders"]["ok"], true, "{alice}");
     proxy.assert_clean_logs();
 }
