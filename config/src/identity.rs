@@ -72,6 +72,10 @@ pub struct SaslTermination {
     pub credentials_file: FileRef,
     /// What it holds; `None` when files were not read.
     pub users: Loaded<Option<ScramUsers>>,
+    /// How long an authentication holds (KIP-368): reported to the client,
+    /// which re-authenticates before it ends; a connection that does not is
+    /// closed. `None`: it holds for the connection's life.
+    pub session_lifetime: Option<std::time::Duration>,
 }
 
 /// The ordered rules that map a client certificate to a principal.

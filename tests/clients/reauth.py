@@ -1,12 +1,14 @@
 """Authenticate twice on one connection (KIP-368 re-authentication), raw.
 
-usage: reauth.py ADDRESS USERNAME PASSWORD
+usage: reauth.py ADDRESS USERNAME PASSWORD [--idle SECONDS]
 
 On one plain connection: ApiVersions v0, SaslHandshake v1 + SaslAuthenticate
 v1 with SCRAM-SHA-512 (RFC 5802, written here with the standard library so
 the test does not lean on the proxy's own client), Metadata v1 for no topic,
 then SaslHandshake + SaslAuthenticate again. librdkafka decides by itself
 when to re-authenticate; this script does it on demand.
+With --idle, it then waits SECONDS and sends Metadata once more (a session
+that ended meanwhile closes the connection).
 Output: one JSON line {"steps": [[name, error code or broker count], ...]},
 ending with ["closed", 0] if the peer hung up.
 """
@@ -18,8 +20,10 @@ import os
 import socket
 import struct
 import sys
+import time
 
 address, username, password = sys.argv[1:4]
+idle = float(sys.argv[sys.argv.index("--idle") + 1]) if "--idle" in sys.argv else None
 host, port = address.rsplit(":", 1)
 sock = socket.create_connection((host, int(port)), timeout=10)
 correlation = 0
@@ -118,6 +122,12 @@ if open_:
         steps.append(["Metadata", struct.unpack(">i", r[:4])[0]])
 if open_:
     open_ = scram(steps)
+if open_ and idle is not None:
+    time.sleep(idle)
+    r = call(3, 1, struct.pack(">i", 0))
+    open_ = r is not None
+    if open_:
+        steps.append(["Metadata", struct.unpack(">i", r[:4])[0]])
 if not open_:
     steps.append(["closed", 0])
 print(json.dumps({"steps": steps}), flush=True)

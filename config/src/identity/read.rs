@@ -12,7 +12,10 @@ use crate::types::SaslMechanism;
 use crate::yaml::Node;
 
 const AUTHENTICATION_KEYS: &[&str] = &["mtls", "sasl", "saslInspection", "required"];
-const SASL_KEYS: &[&str] = &["mechanisms", "credentialsFile"];
+const SASL_KEYS: &[&str] = &["mechanisms", "credentialsFile", "sessionLifetime"];
+/// The shortest `sessionLifetime`: clients re-authenticate some time before
+/// it ends.
+const MIN_SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the cluster's gateway does with TLS.
 #[derive(Debug, Clone, Copy)]
@@ -135,11 +138,27 @@ fn sasl(cx: &mut Cx<'_>, node: &Node, path: &str, tls: bool) -> Option<SaslTermi
             Err(why) => cx.fail(path, node.mark, format_args!("{:?}: {why}", file.path)),
         }
     });
+    let lifetime = f.optional(cx, "sessionLifetime", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        let d = cx.ok(path, node.mark, crate::types::parse_duration(text))?;
+        if d < MIN_SESSION_LIFETIME {
+            return cx.fail(
+                path,
+                node.mark,
+                format_args!("must be at least {MIN_SESSION_LIFETIME:?}: clients re-authenticate before it ends"),
+            );
+        }
+        Some(d)
+    });
+    if lifetime.is_none() && f.has("sessionLifetime") {
+        return None;
+    }
     let (credentials_file, users) = credentials?;
     Some(SaslTermination {
         mechanisms: mechanisms?,
         credentials_file,
         users: Loaded(Arc::new(users)),
+        session_lifetime: lifetime,
     })
 }
 

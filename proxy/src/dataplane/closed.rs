@@ -36,6 +36,9 @@ pub(super) fn log(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr, rol
         ConnError::Revoked(_) => {
             tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: its principal was revoked")
         }
+        ConnError::SessionExpired => {
+            tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed: its SASL session ended")
+        }
         ConnError::Upstream(_) | ConnError::Tls(_) | ConnError::WriteTimeout(_) => {
             tracing::info!(cluster = %name, generation, %peer, role = ?role, error = %e, "connection closed")
         }
@@ -77,6 +80,7 @@ fn audit(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr) {
         ConnError::Unauthenticated(_) => (None, "sasl", "failed"),
         ConnError::NoPrincipal(_) => (None, "mtls", "no principal"),
         ConnError::Revoked(p) => (Some(p.as_str()), "revocation", "revoked"),
+        ConnError::SessionExpired => (None, "sasl", "session ended"),
         _ => return,
     };
     let line = Line {

@@ -177,6 +177,9 @@ async fn run(
         };
         let _ = principal.set(proved?);
     }
+    // When the session ends (KIP-368), counted from the authentication.
+    let session =
+        terminated.map(|sasl| (sasl.session_lifetime).map(|l| tokio::time::Instant::now() + l));
     // Inspection reads who the broker authenticates, later.
     let inspection = auth
         .filter(|a| a.sasl_inspection)
@@ -197,6 +200,7 @@ async fn run(
                 told,
                 principal: &principal,
                 inspection: inspection.as_deref(),
+                terminated: session,
             };
             let (crd, cwr) = client.split();
             let (urd, uwr) = upstream.split();
@@ -218,6 +222,7 @@ async fn run(
                 told,
                 principal: &principal,
                 inspection: inspection.as_deref(),
+                terminated: session,
             };
             pipe(client_rd, client_wr, upstream_rd, upstream_wr, ends).await
         }
@@ -261,6 +266,7 @@ struct Ends<'a> {
     told: Option<IpAddr>,
     principal: &'a OnceLock<Arc<str>>,
     inspection: Option<&'a Inspection>,
+    terminated: Option<Option<tokio::time::Instant>>,
 }
 
 /// Runs both directions of a connection to their end.
@@ -289,12 +295,14 @@ where
             told,
             principal,
             inspection,
+            terminated,
         } = ends;
         let who = Who {
             cluster,
             peer,
             principal,
             inspection,
+            terminated,
         };
         let inspected = inspection.map(|i| (i, principal));
         let requests = forward_requests(client_rd, upstream_wr, tx, permits, who);

@@ -198,6 +198,8 @@ pub(super) enum ConnError {
     Unauthenticated(super::refused::Unauthenticated),
     #[error("principal {0:?} was revoked: authentication no longer knows it")]
     Revoked(String),
+    #[error("the SASL session ended without a re-authentication (sessionLifetime)")]
+    SessionExpired,
     #[error("encoding an answer: {0}")]
     Encode(#[from] sluice_kafka::encode::EncodeError),
 }
@@ -213,7 +215,9 @@ impl ConnError {
             ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
             ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
             ConnError::Rewrite(_) | ConnError::Encode(_) => CloseReason::Rewrite,
-            ConnError::Unauthenticated(_) | ConnError::Revoked(_) => CloseReason::Authentication,
+            ConnError::Unauthenticated(_) | ConnError::Revoked(_) | ConnError::SessionExpired => {
+                CloseReason::Authentication
+            }
             ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
             ConnError::Upstream(_) => CloseReason::Upstream,
             ConnError::Tls(_) | ConnError::NoPrincipal(_) => CloseReason::Tls,

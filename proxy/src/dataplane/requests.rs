@@ -39,6 +39,8 @@ use crate::metrics::Judged;
 mod dispatch;
 use dispatch::Shared;
 mod inspect;
+mod reauth;
+pub(super) use reauth::SaslSession;
 mod police;
 mod sessions;
 pub(super) use sessions::learn_session;
@@ -59,6 +61,9 @@ pub(super) struct Who<'a> {
     /// authenticated the client.
     pub(super) principal: &'a OnceLock<Arc<str>>,
     pub(super) inspection: Option<&'a Inspection>,
+    /// Authenticated by the proxy (`authentication.sasl`): when its
+    /// session ends (`None` inside: never).
+    pub(super) terminated: Option<Option<tokio::time::Instant>>,
 }
 
 /// Client to upstream, until the client stops sending or the generation
@@ -79,7 +84,10 @@ where
         peer,
         principal: identity,
         inspection,
+        terminated,
     } = who;
+    // Boxed: only terminated connections have one.
+    let mut session = terminated.map(|expires| Box::new(SaslSession::until(expires)));
     let mut buf = FrameBuf::new(
         cluster.budget(),
         cluster.metrics.bytes_to_upstream.clone(),
@@ -100,6 +108,9 @@ where
         if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
             return Ok(());
+        }
+        if let Some(over) = session.as_deref_mut().and_then(SaslSession::over) {
+            return Err(over);
         }
         let principal = identity.get();
         if let Some(p) = principal
@@ -150,6 +161,7 @@ where
             principal,
             peer,
             inspection,
+            session: session.as_deref_mut(),
         };
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {

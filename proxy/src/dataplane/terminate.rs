@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use ring::rand::{SecureRandom, SystemRandom};
 use sluice_kafka::encode;
-use sluice_kafka::frame::{FrameError, request_frame_size, request_header};
+use sluice_kafka::frame::{FrameError, RequestHeader, request_frame_size, request_header};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::cluster::ClusterRuntime;
@@ -62,15 +62,13 @@ pub(super) async fn authenticate<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let exchange = Exchange {
+    let at = At {
         sasl,
         cluster,
         peer,
-        users: sasl.users.0.as_ref().as_ref(),
-        mechanism: None,
-        pending: None,
     };
-    match tokio::time::timeout(AUTH_TIMEOUT, exchange.run(io)).await {
+    let exchange = Exchange::default();
+    match tokio::time::timeout(AUTH_TIMEOUT, exchange.run(io, &at)).await {
         Ok(result) => result,
         Err(_) => Err(ConnError::Unauthenticated(Unauthenticated::Exchange(
             format!("not authenticated within {AUTH_TIMEOUT:?}"),
@@ -78,18 +76,24 @@ where
     }
 }
 
-struct Exchange<'a> {
-    sasl: &'a SaslTermination,
-    cluster: &'a ClusterRuntime,
-    peer: IpAddr,
-    /// `None` when the credentials file was not read: every attempt fails.
-    users: Option<&'a ScramUsers>,
+/// Where an exchange happens: under which settings, for which cluster and
+/// client address.
+pub(super) struct At<'a> {
+    pub(super) sasl: &'a SaslTermination,
+    pub(super) cluster: &'a ClusterRuntime,
+    pub(super) peer: IpAddr,
+}
+
+/// One SASL exchange (the first, or a re-authentication, KIP-368): the
+/// mechanism chosen and SCRAM's state between its two messages.
+#[derive(Default)]
+pub(super) struct Exchange {
     mechanism: Option<SaslMechanism>,
     pending: Option<Pending>,
 }
 
 /// Where the exchange stands after a SaslAuthenticate was answered.
-enum Outcome {
+pub(super) enum Outcome {
     /// Waiting for the client's next message.
     More,
     /// Authenticated as this user.
@@ -106,44 +110,68 @@ enum Step {
     Done(String, Vec<u8>),
 }
 
-impl Exchange<'_> {
-    async fn run<S>(mut self, io: &mut S) -> Result<Arc<str>, ConnError>
+impl Exchange {
+    async fn run<S>(mut self, io: &mut S, at: &At<'_>) -> Result<Arc<str>, ConnError>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         for _ in 0..MAX_FRAMES {
             let frame = read_frame(io).await?;
             let header = request_header(&frame)?;
-            let corr = header.correlation_id;
-            let version = header.api_version;
-            let answer = match ApiKey::try_from(header.api_key) {
-                Ok(ApiKey::ApiVersions) => versions::answer(self.cluster, version, corr).await?,
-                Ok(ApiKey::SaslHandshake) => self.handshake(&frame, version, corr)?,
-                Ok(ApiKey::SaslAuthenticate) => {
-                    let (answer, outcome) = self.authenticate(&frame, version, corr).await?;
-                    io.write_all(&answer).await?;
-                    io.flush().await?;
-                    match outcome {
-                        Outcome::More => continue,
-                        Outcome::Proved(user) => return Ok(Arc::from(user)),
-                        Outcome::Refused(why) => return Err(ConnError::Unauthenticated(why)),
-                    }
-                }
-                _ => {
-                    let api = sluice_kafka::api_name(header.api_key);
-                    return Err(skipped(api));
-                }
+            let (answer, outcome) = if header.api_key == ApiKey::ApiVersions as i16 {
+                let (version, corr) = (header.api_version, header.correlation_id);
+                let answer = versions::answer(at.cluster, version, corr).await?;
+                (answer, Outcome::More)
+            } else {
+                self.frame(&frame, &header, at).await?
             };
             io.write_all(&answer).await?;
             io.flush().await?;
+            match outcome {
+                Outcome::More => {}
+                Outcome::Proved(user) => return Ok(Arc::from(user)),
+                Outcome::Refused(why) => return Err(ConnError::Unauthenticated(why)),
+            }
         }
         Err(exchange(format!(
             "more than {MAX_FRAMES} frames without authenticating"
         )))
     }
 
+    /// Answers a SaslHandshake or SaslAuthenticate (any other request is
+    /// refused: it closes the connection); where that leaves the exchange.
+    pub(super) async fn frame(
+        &mut self,
+        frame: &Bytes,
+        header: &RequestHeader,
+        at: &At<'_>,
+    ) -> Result<(Bytes, Outcome), ConnError> {
+        let (version, corr) = (header.api_version, header.correlation_id);
+        match ApiKey::try_from(header.api_key) {
+            Ok(ApiKey::SaslHandshake) => {
+                let answer = self.handshake(frame, version, corr, at)?;
+                Ok((answer, Outcome::More))
+            }
+            Ok(ApiKey::SaslAuthenticate) => {
+                let done = self.authenticate(frame, version, corr, at).await?;
+                if !matches!(done.1, Outcome::More) {
+                    // Ended: a re-authentication starts afresh.
+                    *self = Exchange::default();
+                }
+                Ok(done)
+            }
+            _ => Err(skipped(sluice_kafka::api_name(header.api_key))),
+        }
+    }
+
     /// Answers SaslHandshake: the mechanism chosen, or the ones offered.
-    fn handshake(&mut self, frame: &Bytes, version: i16, corr: i32) -> Result<Bytes, ConnError> {
+    fn handshake(
+        &mut self,
+        frame: &Bytes,
+        version: i16,
+        corr: i32,
+        at: &At<'_>,
+    ) -> Result<Bytes, ConnError> {
         if version < 1 {
             // v0 frames the SASL tokens without Kafka headers; ApiVersions
             // offers v1 on, so only a client that ignores it sends v0.
@@ -152,7 +180,7 @@ impl Exchange<'_> {
             ));
         }
         let request: SaslHandshakeRequest = body(frame, ApiKey::SaslHandshake, version)?;
-        let offered = &self.sasl.mechanisms;
+        let offered = &at.sasl.mechanisms;
         let chosen = offered
             .iter()
             .find(|m| m.as_str() == request.mechanism.as_str())
@@ -181,13 +209,14 @@ impl Exchange<'_> {
         frame: &Bytes,
         version: i16,
         corr: i32,
+        at: &At<'_>,
     ) -> Result<(Bytes, Outcome), ConnError> {
         let Some(mechanism) = self.mechanism else {
             return Err(exchange("SaslAuthenticate before SaslHandshake".into()));
         };
         let request: SaslAuthenticateRequest = body(frame, ApiKey::SaslAuthenticate, version)?;
         let mut response = SaslAuthenticateResponse::default();
-        match self.step(mechanism, &request.auth_bytes) {
+        match self.step(mechanism, &request.auth_bytes, at) {
             Ok(Step::More(bytes)) => {
                 response.auth_bytes = Bytes::from(bytes);
                 let frame = encode::response(ApiKey::SaslAuthenticate, version, corr, &response)?;
@@ -195,13 +224,17 @@ impl Exchange<'_> {
             }
             Ok(Step::Done(user, bytes)) => {
                 response.auth_bytes = Bytes::from(bytes);
+                // KIP-368: how long the session holds (v1 on); 0: for ever.
+                let lifetime = at.sasl.session_lifetime.unwrap_or_default();
+                response.session_lifetime_ms =
+                    i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX);
                 let frame = encode::response(ApiKey::SaslAuthenticate, version, corr, &response)?;
-                self.cluster.auth_failures.succeeded(self.peer);
+                at.cluster.auth_failures.succeeded(at.peer);
                 Ok((frame, Outcome::Proved(user)))
             }
             Err((user, why)) => {
                 // Slowed, then answered alike whatever failed.
-                tokio::time::sleep(self.cluster.auth_failures.failed(self.peer)).await;
+                tokio::time::sleep(at.cluster.auth_failures.failed(at.peer)).await;
                 response.error_code = SASL_AUTHENTICATION_FAILED;
                 response.error_message = Some(StrBytes::from_string(failed(mechanism)));
                 let frame = encode::response(ApiKey::SaslAuthenticate, version, corr, &response)?;
@@ -221,9 +254,12 @@ impl Exchange<'_> {
         &mut self,
         mechanism: SaslMechanism,
         message: &[u8],
+        at: &At<'_>,
     ) -> Result<Step, (String, AuthError)> {
+        // The file unread (a validator that reads no files built this
+        // configuration): every attempt fails.
         let empty = ScramUsers::default();
-        let users = self.users.unwrap_or(&empty);
+        let users = at.sasl.users.0.as_ref().as_ref().unwrap_or(&empty);
         let secret = secret();
         let unnamed = |why| (String::new(), why);
         if mechanism == SaslMechanism::Plain {

@@ -9,6 +9,8 @@
 //! a reload loses its connections; the others see nothing. Raw frames get
 //! nothing past it.
 
+mod lifetime;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -24,7 +26,7 @@ use sluice_tests::relay::CountingRelay;
 
 /// `user`'s lines of the credentials file, from the subcommand, the
 /// password on its standard input.
-fn credentials(user: &str, password: &str) -> String {
+pub(crate) fn credentials(user: &str, password: &str) -> String {
     let mut child = Command::new(bin("sluice-proxy"))
         .args(["scram-credential", "--user", user])
         .stdin(Stdio::piped())

@@ -16,6 +16,7 @@ use super::super::direction::{ConnError, Slot};
 use super::super::inflight::Sender;
 use super::super::splice::Splice;
 use super::super::throttle;
+use super::SaslSession;
 use super::sessions::{FETCH, Session, watching};
 use super::{Request, Way, decide};
 use crate::dataplane::inspect::Inspection;
@@ -34,6 +35,8 @@ pub(super) struct Shared<'a> {
     pub(super) peer: std::net::IpAddr,
     /// SASL inspection, where the cluster's authentication asks for it.
     pub(super) inspection: Option<&'a Inspection>,
+    /// The session of a client the proxy authenticated itself.
+    pub(super) session: Option<&'a mut SaslSession>,
 }
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -99,6 +102,11 @@ where
             opens,
             inspects: false,
         };
+        if let Some(session) = conn.session
+            && Inspection::reads(&request.header)
+        {
+            return Box::pin(self.reauthenticate(request, session, conn.peer)).await;
+        }
         if let Some(inspection) = conn.inspection
             && verdict == Verdict::Forward
             && Inspection::reads(&request.header)
