@@ -42,3 +42,16 @@ pub const BY_PRINCIPAL: &str = "    filters:
             - { allow: [produce], topics: [audit], principals: [bob] }
             - { allow: [describe], topics: [\"*\"] }
 ";
+
+/// A proxy configuration (admin API included) of one cluster, `name`, on
+/// ports `base` and `base + 1`, in front of the tansu at `upstream`, its
+/// broker listed in `upstream.nodes` (so the proxy makes no lookup of its
+/// own), with `gateway` (more gateway keys, at their indentation) and
+/// `rest` (the cluster's other keys: `authentication`, `filters`).
+pub fn pinned(name: &str, base: u16, upstream: &str, gateway: &str, rest: &str) -> String {
+    let node = crate::peers::TANSU_NODE_ID;
+    format!(
+        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: {name}\n    upstream:\n      bootstrapServers: [\"{upstream}\"]\n      checkOnReload: false\n      nodes: [{{ id: {node}, address: \"{upstream}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {node} }}\n{gateway}{rest}",
+        base + 1
+    )
+}

@@ -14,7 +14,8 @@ use sluice_testkit::certs::Ca;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::audit::audit_lines;
-use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::config::pinned;
+use sluice_tests::peers::Tansu;
 use sluice_tests::python;
 use sluice_tests::relay::CountingRelay;
 
@@ -32,13 +33,11 @@ const RULES: &str = "    authentication:
 ";
 
 /// A proxy configuration of one TLS cluster, `identified`, on ports `base`
-/// and `base + 1`, in front of the broker at `upstream` (listed in
-/// `upstream.nodes`), with `rest` (its `authentication`, its filters).
+/// and `base + 1`, in front of the broker at `upstream`, with `rest` (its
+/// `authentication`, its filters).
 fn identified(base: u16, upstream: &str, rest: &str) -> String {
-    format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: identified\n    upstream:\n      bootstrapServers: [\"{upstream}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{upstream}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n      tls: {{ certFile: server.crt, keyFile: server.key, clientCaFile: ca.pem }}\n{rest}",
-        base + 1,
-    )
+    let tls = "      tls: { certFile: server.crt, keyFile: server.key, clientCaFile: ca.pem }\n";
+    pinned("identified", base, upstream, tls, rest)
 }
 
 #[test]

@@ -19,8 +19,8 @@ use sluice_testkit::bin;
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
 use sluice_tests::audit::audit_lines;
-use sluice_tests::config::BY_PRINCIPAL;
-use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::config::{BY_PRINCIPAL, pinned};
+use sluice_tests::peers::Tansu;
 use sluice_tests::python::{self, Steady};
 use sluice_tests::relay::CountingRelay;
 
@@ -55,10 +55,12 @@ fn scram_terminated_by_the_proxy_gives_each_user_its_rights() {
     tansu.create_topic("audit", 1);
     let relay = CountingRelay::start(&tansu.addr);
     let base = ports(2);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{AUTHENTICATION}{BY_PRINCIPAL}",
-        base + 1,
-        relay = relay.addr,
+    let config = pinned(
+        "terminated",
+        base,
+        &relay.addr,
+        "",
+        &(AUTHENTICATION.to_owned() + BY_PRINCIPAL),
     );
     let mut proxy = Proxy::start_in(dir, &config);
     proxy.allow("not authenticated");
@@ -153,11 +155,10 @@ fn a_user_removed_from_the_credentials_file_loses_its_connections_and_no_one_els
     tansu.create_topic("orders", 1);
     tansu.create_topic("audit", 1);
     let base = ports(2);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{tansu}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{tansu}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n    authentication:\n      sasl: {{ mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram }}\n",
-        base + 1,
-        tansu = tansu.addr,
-    );
+    let sasl = "    authentication:
+      sasl: { mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram }
+";
+    let config = pinned("terminated", base, &tansu.addr, "", sasl);
     let mut proxy = Proxy::start_in(dir, &config);
     proxy.allow("not authenticated");
     let bootstrap = format!("127.0.0.1:{base}");
@@ -215,11 +216,7 @@ fn raw_frames_get_nothing_past_a_terminating_proxy() {
     tansu.create_topic("orders", 1);
     let relay = CountingRelay::start(&tansu.addr);
     let base = ports(2);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{relay}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{relay}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n{AUTHENTICATION}",
-        base + 1,
-        relay = relay.addr,
-    );
+    let config = pinned("terminated", base, &relay.addr, "", AUTHENTICATION);
     let mut proxy = Proxy::start_in(dir, &config);
     proxy.allow("not authenticated");
     proxy.allow("over the limit");

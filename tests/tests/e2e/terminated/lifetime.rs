@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use sluice_testkit::ports::ports;
 use sluice_testkit::proxy::Proxy;
-use sluice_tests::peers::{TANSU_NODE_ID, Tansu};
+use sluice_tests::config::pinned;
+use sluice_tests::peers::Tansu;
 use sluice_tests::python::{self, Steady};
 
 use super::credentials;
@@ -25,11 +26,10 @@ fn a_session_is_renewed_by_re_authenticating_and_ends_without_it() {
     let tansu = Tansu::start();
     tansu.create_topic("orders", 1);
     let base = ports(2);
-    let config = format!(
-        "admin: {{ listen: \"{{admin}}\" }}\nvirtualClusters:\n  - name: terminated\n    upstream:\n      bootstrapServers: [\"{tansu}\"]\n      checkOnReload: false\n      nodes: [{{ id: {TANSU_NODE_ID}, address: \"{tansu}\" }}]\n    gateway:\n      listenHost: 127.0.0.1\n      advertisedHost: 127.0.0.1\n      bootstrapPort: {base}\n      brokerPorts: {{ start: {}, count: 1, firstNodeId: {TANSU_NODE_ID} }}\n    authentication:\n      sasl: {{ mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram, sessionLifetime: 10s }}\n",
-        base + 1,
-        tansu = tansu.addr,
-    );
+    let sasl = "    authentication:
+      sasl: { mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram, sessionLifetime: 10s }
+";
+    let config = pinned("terminated", base, &tansu.addr, "", sasl);
     let proxy = Proxy::start_in(dir, &config);
     let bootstrap = format!("127.0.0.1:{base}");
     // librdkafka re-authenticates before the session ends (it runs past
