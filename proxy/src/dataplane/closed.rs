@@ -79,6 +79,7 @@ fn audit(cluster: &ClusterRuntime, e: &ConnError, peer: SocketAddr) {
         }) => (Some(user.as_str()), mechanism.as_str(), "failed"),
         ConnError::Unauthenticated(_) => (None, "sasl", "failed"),
         ConnError::NoPrincipal(_) => (None, "mtls", "no principal"),
+        ConnError::NotYetAuthenticated(_) => (None, "sasl", "no principal"),
         ConnError::Revoked(p) => (Some(p.as_str()), "revocation", "revoked"),
         ConnError::SessionExpired => (None, "sasl", "session ended"),
         _ => return,

@@ -183,7 +183,7 @@ async fn run(
     // Inspection reads who the broker authenticates, later.
     let inspection = auth
         .filter(|a| a.sasl_inspection)
-        .map(|_| Box::new(Inspection::default()));
+        .map(|a| Box::new(Inspection::new(a.required)));
     let mut upstream = Box::pin(connect_upstream(cluster, role)).await?;
     if terminated.is_some() {
         Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;

@@ -194,6 +194,10 @@ pub(super) enum ConnError {
         "no principal: no authentication.mtls rule maps the client certificate ({0}), and authentication.required is true"
     )]
     NoPrincipal(String),
+    #[error(
+        "no principal: {0} before a SASL authentication the broker accepted, and authentication.required is true"
+    )]
+    NotYetAuthenticated(&'static str),
     #[error("not authenticated: {0}")]
     Unauthenticated(super::refused::Unauthenticated),
     #[error("principal {0:?} was revoked: authentication no longer knows it")]
@@ -215,9 +219,10 @@ impl ConnError {
             ConnError::FrameTimeout(_) => CloseReason::FrameTimeout,
             ConnError::WriteTimeout(_) => CloseReason::WriteTimeout,
             ConnError::Rewrite(_) | ConnError::Encode(_) => CloseReason::Rewrite,
-            ConnError::Unauthenticated(_) | ConnError::Revoked(_) | ConnError::SessionExpired => {
-                CloseReason::Authentication
-            }
+            ConnError::Unauthenticated(_)
+            | ConnError::Revoked(_)
+            | ConnError::SessionExpired
+            | ConnError::NotYetAuthenticated(_) => CloseReason::Authentication,
             ConnError::Upstream(e) if e.is_auth() => CloseReason::UpstreamAuth,
             ConnError::Upstream(_) => CloseReason::Upstream,
             ConnError::Tls(_) | ConnError::NoPrincipal(_) => CloseReason::Tls,
@@ -237,7 +242,9 @@ impl ConnError {
             ConnError::Frame(_) => Some(ClientCause::Malformed),
             ConnError::Unsupported { .. } => Some(ClientCause::UnsupportedVersion),
             ConnError::FrameTimeout(_) => Some(ClientCause::FrameTimeout),
-            ConnError::NoPrincipal(_) => Some(ClientCause::NoPrincipal),
+            ConnError::NoPrincipal(_) | ConnError::NotYetAuthenticated(_) => {
+                Some(ClientCause::NoPrincipal)
+            }
             ConnError::Unauthenticated(_) => Some(ClientCause::Unauthenticated),
             _ => None,
         }

@@ -28,9 +28,12 @@ use crate::config::sasl::SaslMechanism;
 pub(super) const HANDSHAKE: i16 = 17;
 pub(super) const AUTHENTICATE: i16 = 36;
 
-/// One connection's exchange as far as the proxy has seen it.
+/// One connection's exchange as far as the proxy has seen it, and whether
+/// the cluster requires a principal (`authentication.required`): then any
+/// request but ApiVersions and the exchange's own, before the broker
+/// accepted one, closes the connection unforwarded.
 #[derive(Debug, Default)]
-pub(super) struct Inspection(Mutex<State>);
+pub(super) struct Inspection(Mutex<State>, bool);
 
 #[derive(Debug, Default)]
 struct State {
@@ -43,6 +46,27 @@ struct State {
 }
 
 impl Inspection {
+    /// An inspection of a cluster that requires a principal or not.
+    pub(super) fn new(required: bool) -> Self {
+        Inspection(Mutex::default(), required)
+    }
+
+    /// Refuses `header` when a principal is required and `principal` is
+    /// not known yet.
+    pub(super) fn admits(
+        &self,
+        header: &RequestHeader,
+        principal: Option<&Arc<str>>,
+    ) -> Result<(), super::direction::ConnError> {
+        const API_VERSIONS: i16 = 18;
+        let exchange = Self::reads(header) || header.api_key == API_VERSIONS;
+        if self.1 && principal.is_none() && !exchange {
+            let api = sluice_kafka::api_name(header.api_key);
+            return Err(super::direction::ConnError::NotYetAuthenticated(api));
+        }
+        Ok(())
+    }
+
     /// Whether the request `header` is one the inspection reads.
     pub(super) fn reads(header: &RequestHeader) -> bool {
         header.api_key == HANDSHAKE || header.api_key == AUTHENTICATE

@@ -107,6 +107,9 @@ where
         {
             return Box::pin(self.reauthenticate(request, session, conn.peer)).await;
         }
+        if let Some(inspection) = conn.inspection {
+            inspection.admits(&request.header, conn.principal)?;
+        }
         if let Some(inspection) = conn.inspection
             && verdict == Verdict::Forward
             && Inspection::reads(&request.header)
