@@ -14,6 +14,17 @@ struct Output {
     changed: Condvar,
 }
 
+impl Output {
+    /// The lines, even after a panic while they were held (a failed wait
+    /// panics holding them): a second panic while the test unwinds would
+    /// abort it, and leave its other children running.
+    fn lines(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// A running child process. Dropping it kills the child (by its PID, which
 /// only this guard knows) and waits for it.
 #[derive(Debug)]
@@ -81,7 +92,7 @@ impl Proc {
         let mut seen = 0;
         loop {
             {
-                let lines = self.output.lines.lock().unwrap();
+                let lines = self.output.lines();
                 if let Some(line) = lines[seen..].iter().find(|l| matches(l)) {
                     return line.clone();
                 }
@@ -96,12 +107,12 @@ impl Proc {
                 }
                 // Short waits so an exited child is noticed.
                 let wait = (deadline - now).min(Duration::from_millis(200));
-                let _unused = self.output.changed.wait_timeout(lines, wait).unwrap();
+                drop(self.output.changed.wait_timeout(lines, wait));
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 // Let the reader threads finish, then look one last time.
                 thread::sleep(Duration::from_millis(50));
-                let lines = self.output.lines.lock().unwrap();
+                let lines = self.output.lines();
                 if let Some(line) = lines.iter().find(|l| matches(l)) {
                     return line.clone();
                 }
@@ -124,7 +135,7 @@ impl Proc {
 
     /// Everything printed so far.
     pub fn lines(&self) -> Vec<String> {
-        self.output.lines.lock().unwrap().clone()
+        self.output.lines().clone()
     }
 
     /// Sends a signal to the child.
@@ -183,7 +194,7 @@ fn pump(stream: impl Read + Send + 'static, output: Arc<Output>) {
     thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
             let Ok(line) = line else { break };
-            output.lines.lock().unwrap().push(line);
+            output.lines().push(line);
             output.changed.notify_all();
         }
     });
