@@ -12,12 +12,10 @@
 //! everything else streams through. A protocol error closes this connection
 //! only. How bytes are held is `buffer`'s business; how many, `budget`'s.
 
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -97,18 +95,26 @@ pub(crate) async fn serve(
     async {
         // In this order, here and below, not at random: a random choice
         // costs a random number at every poll of the connection.
+        // Set once the connection is served (its requests may be in
+        // flight): a connection still in its handshake or its upstream
+        // connect at the drain deadline had none.
+        let serving = AtomicBool::new(false);
         let result = tokio::select! {
             biased;
-            r = run(incoming, &cluster, role, (peer.ip(), told)) => r,
+            r = run(incoming, &cluster, role, (peer.ip(), told), &serving) => r,
             () = cluster.force.wait() => Err(ConnError::Forced),
         };
+        let served = serving.load(Ordering::Acquire);
         if cluster.drain.is_set() {
-            let forced = matches!(result, Err(ConnError::Forced));
+            let forced = matches!(result, Err(ConnError::Forced)) && served;
             cluster.metrics.drained(forced);
         }
         let (name, generation) = (cluster.name(), cluster.generation);
         match result {
             Ok(()) => tracing::debug!("connection closed"),
+            Err(ConnError::Forced) if !served => {
+                tracing::debug!("connection closed at the drain deadline before it was served")
+            }
             Err(ConnError::Forced) => {
                 tracing::info!(cluster = %name, generation, %peer, role = ?role, "connection closed at the drain deadline with requests in flight")
             }
@@ -128,6 +134,7 @@ async fn run(
     cluster: &ClusterRuntime,
     role: Role,
     (peer, told): (IpAddr, Option<IpAddr>),
+    serving: &AtomicBool,
 ) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
@@ -188,6 +195,7 @@ async fn run(
     if terminated.is_some() {
         Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;
     }
+    serving.store(true, Ordering::Release);
     match (client, upstream) {
         // Plaintext on both sides: the sockets' own halves, through which
         // the bodies of streamed frames are spliced, in each direction
@@ -322,105 +330,8 @@ where
     Absorbed::new(both).await
 }
 
-/// Times in a row a connection is polled again at once for a wake of its
-/// own; past it (tokio's cooperative budget, which wakes the task to make
-/// it yield, say), it yields to the scheduler.
-const REPOLLS: usize = 4;
-/// [`SelfWake`]'s states: not being polled; being polled; woken while
-/// being polled.
-const IDLE: u8 = 0;
-const POLLING: u8 = 1;
-const WOKEN: u8 = 2;
-
-/// A connection's two directions, polled again at once when one wakes the
-/// other while they are being polled (the request side queuing a slot the
-/// response side waits for, a permit given back) instead of waking the
-/// task through the scheduler: a task that wakes itself is put back on the
-/// run queue and another worker thread is woken (a futex wake, a futex
-/// wait, a context switch) to steal it, on every request.
-struct Absorbed<'a, F> {
-    fut: Pin<&'a mut F>,
-    wake: Arc<SelfWake>,
-}
-
-impl<'a, F: Future> Absorbed<'a, F> {
-    fn new(fut: Pin<&'a mut F>) -> Self {
-        let wake = Arc::new(SelfWake {
-            state: AtomicU8::new(IDLE),
-            task: std::sync::Mutex::new(None),
-        });
-        Absorbed { fut, wake }
-    }
-}
-
-impl<F: Future> Future for Absorbed<'_, F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = &mut *self;
-        {
-            let mut task = this.wake.lock();
-            if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *task = Some(cx.waker().clone());
-            }
-        }
-        let waker = Waker::from(Arc::clone(&this.wake));
-        let mut inner = Context::from_waker(&waker);
-        for _ in 0..=REPOLLS {
-            this.wake.state.store(POLLING, Ordering::Release);
-            if let Poll::Ready(out) = this.fut.as_mut().poll(&mut inner) {
-                this.wake.state.store(IDLE, Ordering::Release);
-                return Poll::Ready(out);
-            }
-            let done = this.wake.state.compare_exchange(
-                POLLING,
-                IDLE,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-            if done.is_ok() {
-                return Poll::Pending;
-            }
-            // Woken while polled: its event is there, look again.
-        }
-        this.wake.state.store(IDLE, Ordering::Release);
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-/// The waker a connection's directions see: a wake while they are being
-/// polled is noted (and they are polled again); any other wakes the task.
-struct SelfWake {
-    state: AtomicU8,
-    task: std::sync::Mutex<Option<Waker>>,
-}
-
-impl SelfWake {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Waker>> {
-        self.task.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Wake for SelfWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        let noted =
-            self.state
-                .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire);
-        match noted {
-            Ok(_) | Err(WOKEN) => {}
-            Err(_) => {
-                if let Some(task) = self.lock().as_ref() {
-                    task.wake_by_ref();
-                }
-            }
-        }
-    }
-}
+mod absorbed;
+use absorbed::Absorbed;
 
 #[cfg(test)]
 mod tests;

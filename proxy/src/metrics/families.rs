@@ -112,7 +112,7 @@ impl Families {
         );
         r.register(
             "drained_connections",
-            "Connections of draining generations that ended (result: clean at a request boundary, forced at drainTimeout)",
+            "Connections of draining generations that ended (result: clean at a request boundary, or before they were served; forced at drainTimeout while served)",
             self.drained.clone(),
         );
         r.register(

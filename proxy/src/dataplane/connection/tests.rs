@@ -8,7 +8,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::*;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::absorbed::{Absorbed, REPOLLS};
 use crate::budget::Budget;
 use crate::dataplane::buffer::FrameBuf;
 
