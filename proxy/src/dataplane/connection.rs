@@ -142,37 +142,7 @@ async fn run(
     let auth = auth.as_deref();
     // Who the client is, when the cluster's authentication says.
     let principal: OnceLock<Arc<str>> = OnceLock::new();
-    let client = match (incoming, cluster.acceptor()) {
-        (Incoming::Tcp(accepted), Some(acceptor)) => {
-            let tcp = accepted.register()?;
-            let _ = tcp.set_nodelay(true);
-            let (tls, who) = handshake(Box::pin(acceptor.accept(tcp)), auth).await?;
-            if let Some(who) = who {
-                let _ = principal.set(who);
-            }
-            Stream::Wrapped(tls)
-        }
-        (Incoming::Tcp(accepted), None) => {
-            let tcp = accepted.register()?;
-            let _ = tcp.set_nodelay(true);
-            Stream::Plain(tcp)
-        }
-        (Incoming::Sni(start), Some(acceptor)) => {
-            let _ = start.io.set_nodelay(true);
-            let config = Arc::clone(acceptor.config());
-            let (tls, who) = handshake(Box::pin((*start).into_stream(config)), auth).await?;
-            if let Some(who) = who {
-                let _ = principal.set(who);
-            }
-            Stream::Wrapped(tls)
-        }
-        // Validation requires TLS with SNI routing.
-        (Incoming::Sni(_), None) => {
-            return Err(ConnError::Tls(std::io::Error::other(
-                "no TLS configuration for an SNI-routed cluster",
-            )));
-        }
-    };
+    let client = Box::pin(accept(incoming, cluster, auth, &principal)).await?;
     // A cluster that terminates SASL authenticates the client first, and
     // then speaks to the upstream as itself (`upstream.sasl`, if any).
     let terminated = auth.and_then(|a| a.sasl.as_ref());
@@ -235,6 +205,47 @@ async fn run(
             pipe(client_rd, client_wr, upstream_rd, upstream_wr, ends).await
         }
     }
+}
+
+/// The client's stream: its TLS handshake finished (and its certificate's
+/// principal found, under `auth`) when the cluster speaks TLS.
+async fn accept(
+    incoming: Incoming,
+    cluster: &ClusterRuntime,
+    auth: Option<&Authentication>,
+    principal: &OnceLock<Arc<str>>,
+) -> Result<Stream, ConnError> {
+    Ok(match (incoming, cluster.acceptor()) {
+        (Incoming::Tcp(accepted), Some(acceptor)) => {
+            let tcp = accepted.register()?;
+            let _ = tcp.set_nodelay(true);
+            let (tls, who) = handshake(Box::pin(acceptor.accept(tcp)), auth).await?;
+            if let Some(who) = who {
+                let _ = principal.set(who);
+            }
+            Stream::Wrapped(tls)
+        }
+        (Incoming::Tcp(accepted), None) => {
+            let tcp = accepted.register()?;
+            let _ = tcp.set_nodelay(true);
+            Stream::Plain(tcp)
+        }
+        (Incoming::Sni(start), Some(acceptor)) => {
+            let _ = start.io.set_nodelay(true);
+            let config = Arc::clone(acceptor.config());
+            let (tls, who) = handshake(Box::pin((*start).into_stream(config)), auth).await?;
+            if let Some(who) = who {
+                let _ = principal.set(who);
+            }
+            Stream::Wrapped(tls)
+        }
+        // Validation requires TLS with SNI routing.
+        (Incoming::Sni(_), None) => {
+            return Err(ConnError::Tls(std::io::Error::other(
+                "no TLS configuration for an SNI-routed cluster",
+            )));
+        }
+    })
 }
 
 /// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`], and

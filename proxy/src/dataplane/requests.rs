@@ -10,35 +10,32 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use sluice_kafka::api_name;
-use sluice_kafka::deny::deny_response;
 use sluice_kafka::frame::{
-    REQUEST_HEAD, RequestHeader, expects_response, expects_response_from, request_client_id,
-    request_frame_size, request_header,
+    RequestHeader, expects_response, expects_response_from, request_client_id, request_header,
 };
-use sluice_kafka::policy::client_id;
 use sluice_kafka::versions::{Served, served};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::block::charged;
 use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
-use super::direction::{Answer, CHUNK, ConnError, FrameClock, MAX_IN_FLIGHT, Slot};
+use super::direction::{Answer, CHUNK, ConnError, FrameClock, Slot};
 use super::inflight::Sender;
 use super::inspect::Inspection;
 use super::live::Filters;
 use super::metered::Metered;
 use super::splice::Splice;
 use super::throttle;
-use crate::audit::{Event, Line, Names};
 use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
 use crate::metrics::Judged;
 
 mod dispatch;
 use dispatch::Shared;
+mod deny;
 mod inspect;
+mod read;
+use read::{between_frames, drained, read_head, still_served};
 mod reauth;
 pub(super) use reauth::SaslSession;
 mod police;
@@ -93,34 +90,16 @@ where
         cluster.metrics.bytes_to_upstream.clone(),
         cluster.metrics.spliced_to_upstream.clone(),
     );
-    // Once the generation drains, this connection stops taking requests at
-    // its own moment within the spread window, between requests; what is in
-    // flight is still answered by the response side.
-    let stop = async {
-        cluster.drain.wait().await;
-        tokio::time::sleep(jitter(cluster.drain_spread())).await;
-    };
+    let stop = drained(cluster);
     tokio::pin!(stop);
-    // The principal is checked again whenever `authentication` changes in
-    // place: a user no longer listed is revoked at its next request.
     let mut epoch = u64::MAX;
     loop {
         if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
             return Ok(());
         }
-        if let Some(over) = session.as_deref_mut().and_then(SaslSession::over) {
-            return Err(over);
-        }
         let principal = identity.get();
-        if let Some(p) = principal
-            && cluster.auth_epoch() != epoch
-        {
-            epoch = cluster.auth_epoch();
-            if !cluster.still_knows(p) {
-                return Err(ConnError::Revoked(p.to_string()));
-            }
-        }
+        still_served(cluster, session.as_deref_mut(), principal, &mut epoch)?;
         // Read per frame: a reload may change them in place.
         let limits = cluster.limits();
         let mut clock = FrameClock::new(limits.frame_timeout);
@@ -131,20 +110,6 @@ where
         };
         let header = request_header(buf.unread())?;
         cluster.metrics.request(header.api_key);
-        // A version the proxy cannot judge is never forwarded.
-        if served(header.api_key, header.api_version) != Served::Yes {
-            let way = Way {
-                buf: &mut buf,
-                rd: &mut rd,
-                wr: &mut wr,
-                clock: &mut clock,
-                stop: &mut stop,
-            };
-            if Box::pin(way.unserved(header, total, &permits, &tx, cluster)).await? {
-                return Ok(());
-            }
-            continue;
-        }
         // Boxed, here and below: what a frame on its way needs is held only
         // while it is, so that an idle connection's task stays small.
         let way = Way {
@@ -154,6 +119,13 @@ where
             clock: &mut clock,
             stop: &mut stop,
         };
+        // A version the proxy cannot judge is never forwarded.
+        if served(header.api_key, header.api_version) != Served::Yes {
+            if Box::pin(way.unserved(header, total, &permits, &tx, cluster)).await? {
+                return Ok(());
+            }
+            continue;
+        }
         let conn = Shared {
             permits: &permits,
             tx: &tx,
@@ -166,71 +138,6 @@ where
         let stopped = Box::pin(way.take(header, total, conn)).await?;
         if stopped {
             return Ok(());
-        }
-    }
-}
-
-/// Between frames with nothing read: sends what passed, and waits for the
-/// client holding no buffer. False when the client closed or the
-/// generation drains first.
-async fn between_frames<R, W>(
-    buf: &mut FrameBuf,
-    rd: &mut R,
-    wr: &mut W,
-    stop: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, ConnError>
-where
-    R: AsyncRead + Splice + Unpin,
-    W: AsyncWrite + Splice + Unpin,
-{
-    buf.flush(wr).await?;
-    buf.release_if_empty();
-    // In this order (not at random: that costs a random number per
-    // select): a drain stops the connection even while its client keeps
-    // sending.
-    let n = tokio::select! {
-        biased;
-        () = stop => return Ok(false),
-        n = buf.read_idle(rd) => n?,
-    };
-    if n == 0 {
-        return Ok(false);
-    }
-    if buf.adopts() {
-        Box::pin(buf.adopt(n)).await;
-    }
-    Ok(true)
-}
-
-/// Reads until the head of the next request is in `buf`: its size, or
-/// `None` when the client closed or the generation drains first (nothing of
-/// the frame has gone upstream, so a drain may still stop here).
-async fn read_head<R, W>(
-    buf: &mut FrameBuf,
-    rd: &mut R,
-    wr: &mut W,
-    clock: &mut FrameClock,
-    stop: &mut (impl Future<Output = ()> + Unpin),
-    max_frame_bytes: u32,
-) -> Result<Option<usize>, ConnError>
-where
-    R: AsyncRead + Splice + Unpin,
-    W: AsyncWrite + Splice + Unpin,
-{
-    loop {
-        let unread = buf.unread();
-        let total = request_frame_size(unread, max_frame_bytes)?;
-        if let Some(total) = total.filter(|_| unread.len() >= REQUEST_HEAD) {
-            return Ok(Some(total));
-        }
-        buf.flush(wr).await?;
-        let n = tokio::select! {
-            biased;
-            () = &mut *stop => return Ok(None),
-            n = Box::pin(buf.read_more(rd, wr, clock)) => n?,
-        };
-        if n == 0 {
-            return Ok(None);
         }
     }
 }
@@ -396,43 +303,6 @@ where
             request.send(Answer::Upstream(request.header), permit);
         }
         buf.stream(total, rd, wr, clock).await?;
-        Ok(false)
-    }
-
-    /// Answers a request a filter denies: held whole (to decode it), answered
-    /// in its turn, freed. True when the generation drained before it had a
-    /// slot.
-    async fn deny(self, mut request: Request<'_>, error_code: i16) -> Result<bool, ConnError> {
-        let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
-        let (header, cluster) = (request.header, request.cluster);
-        let Some(mut permit) = request.slots(1, buf, wr, stop).await? else {
-            return Ok(true);
-        };
-        let frame = buf.hold(request.total, rd, wr, clock).await?;
-        let answer = deny_response(&frame, &header, error_code)?;
-        let api = api_name(header.api_key);
-        let line = Line {
-            event: Event::Denied,
-            principal: request.principal.map(|p| &**p),
-            client_id: client_id(&frame).unwrap_or_default(),
-            peer: Some(request.peer),
-            operation: api,
-            resources: &Names::default(),
-            outcome: "denied by deny-apis",
-        };
-        cluster.audit.write(cluster.name(), &line);
-        drop(frame);
-        cluster.metrics.denied(api);
-        // A large answer waits in as many slots as its size asks.
-        let more = (answer.len() / ANSWER_BYTES_PER_SLOT).min(MAX_IN_FLIGHT - 1);
-        if more > 0 {
-            let Some(more) = request.slots(more, buf, wr, stop).await? else {
-                return Ok(true);
-            };
-            permit.merge(more);
-        }
-        let charge = cluster.budget().force(answer.len());
-        request.send(Answer::Local(charged(answer, charge)), permit);
         Ok(false)
     }
 }

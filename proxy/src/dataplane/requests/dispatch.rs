@@ -66,13 +66,7 @@ where
             }
             _ => None,
         };
-        // An administrative request is looked at whatever the policy, for
-        // the audit (they are rare).
-        let audited = operation_of(header.api_key).filter(|op| op.audited());
-        let policed = match &chain.policy {
-            Some(p) => (p.polices(header.api_key).or(audited)).map(|op| (Arc::clone(p), op)),
-            None => audited.map(|op| (TopicPolicy::open(), op)),
-        };
+        let policed = policed(chain.policy.as_ref(), header.api_key);
         drop(chain);
         // A Fetch session the consume rules changed under starts again
         // (`sessions`); free while no policy looks at Fetch.
@@ -85,11 +79,7 @@ where
         } else {
             Session::Goes
         };
-        let reset = matches!(session, Session::Reset);
-        let opens = match session {
-            Session::Opens(rules) => Some(Box::new(rules)),
-            Session::Goes | Session::Reset => None,
-        };
+        let (reset, opens) = session.split();
         let request = Request {
             header,
             total,
@@ -131,5 +121,20 @@ where
             },
             Verdict::Deny { error_code } => Box::pin(self.deny(request, error_code)).await,
         }
+    }
+}
+
+/// The policy that judges a request of `api_key`, and as which operation:
+/// the cluster's, where it looks at that API; and for an administrative
+/// request, whatever the policy (one that allows everything where there is
+/// none), for the audit (they are rare). `None`: the request goes as it is.
+fn policed(
+    policy: Option<&Arc<TopicPolicy>>,
+    api_key: i16,
+) -> Option<(Arc<TopicPolicy>, Operation)> {
+    let audited = operation_of(api_key).filter(|op| op.audited());
+    match policy {
+        Some(p) => (p.polices(api_key).or(audited)).map(|op| (Arc::clone(p), op)),
+        None => audited.map(|op| (TopicPolicy::open(), op)),
     }
 }

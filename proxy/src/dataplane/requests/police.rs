@@ -148,26 +148,10 @@ where
         let mut denials = Denials::default();
         let policed =
             policy.police((&frame, &header), &cluster.topic_ids, op, who, &mut denials)?;
-        let audit = |event, names: &Names, outcome| {
-            let line = Line {
-                event,
-                principal: principal.as_deref(),
-                client_id: &client,
-                peer: Some(request.peer),
-                operation: op.name(),
-                resources: names,
-                outcome,
-            };
-            cluster.audit.write(cluster.name(), &line);
-        };
-        let forwarded = |denials: &Denials| {
-            if op.audited() && !denials.allowed.is_empty() {
-                audit(Event::Admin, &denials.allowed, "forwarded");
-            }
-        };
+        let from = Judged::of(&request, op, &client, principal.as_deref());
         let (sent, answer) = match policed {
             Policed::Forward => {
-                forwarded(&denials);
+                from.record(&denials, 0, true);
                 (frame, Answer::Upstream(header))
             }
             Policed::Split {
@@ -175,11 +159,7 @@ where
                 merge,
                 denied,
             } => {
-                count_denials(cluster, (op, principal.as_deref()), &denials, denied);
-                if denied > 0 {
-                    audit(Event::Denied, &denials.denied, "denied");
-                }
-                forwarded(&denials);
+                from.record(&denials, denied, true);
                 let sent = match part {
                     Some(part) => {
                         drop(frame);
@@ -196,8 +176,7 @@ where
                 denied,
             } => {
                 drop(frame);
-                count_denials(cluster, (op, principal.as_deref()), &denials, denied);
-                audit(Event::Denied, &denials.denied, "denied");
+                from.record(&denials, denied, false);
                 if !answered {
                     return Ok(false);
                 }
@@ -224,15 +203,59 @@ where
     }
 }
 
-/// Counts a request's `denied` topics (and cluster resources) by their
-/// operation and deciding rule.
-fn count_denials(
-    cluster: &ClusterRuntime,
-    (op, who): (Operation, Option<&str>),
-    denials: &Denials,
-    denied: usize,
-) {
-    for (op, rule, count) in denials.by_rule(op, denied) {
-        cluster.metrics.policy_denied(op.name(), rule, who, count);
+/// Whom and what a policed request came from: for its count and audit.
+struct Judged<'a> {
+    cluster: &'a ClusterRuntime,
+    op: Operation,
+    client: &'a str,
+    principal: Option<&'a str>,
+    peer: std::net::IpAddr,
+}
+
+impl<'a> Judged<'a> {
+    fn of(
+        request: &Request<'a>,
+        op: Operation,
+        client: &'a str,
+        principal: Option<&'a str>,
+    ) -> Self {
+        Judged {
+            cluster: request.cluster,
+            op,
+            client,
+            principal,
+            peer: request.peer,
+        }
+    }
+
+    /// Counts and audits what the request came to: its `denied` topics
+    /// (and cluster resources) by their deciding rule, with a `denied`
+    /// line; and, when it goes through (`forwarded`) and is
+    /// administrative, an `admin` line naming what it does.
+    fn record(&self, denials: &Denials, denied: usize, forwarded: bool) {
+        let cluster = self.cluster;
+        for (op, rule, count) in denials.by_rule(self.op, denied) {
+            cluster
+                .metrics
+                .policy_denied(op.name(), rule, self.principal, count);
+        }
+        let audit = |event, names: &Names, outcome| {
+            let line = Line {
+                event,
+                principal: self.principal,
+                client_id: self.client,
+                peer: Some(self.peer),
+                operation: self.op.name(),
+                resources: names,
+                outcome,
+            };
+            cluster.audit.write(cluster.name(), &line);
+        };
+        if denied > 0 {
+            audit(Event::Denied, &denials.denied, "denied");
+        }
+        if forwarded && self.op.audited() && !denials.allowed.is_empty() {
+            audit(Event::Admin, &denials.allowed, "forwarded");
+        }
     }
 }

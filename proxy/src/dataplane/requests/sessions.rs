@@ -50,6 +50,18 @@ pub(super) enum Session {
     Opens(Judged),
 }
 
+impl Session {
+    /// Whether the Fetch is answered with the session reset, and the rules
+    /// to remember with the session its response opens, if any.
+    pub(super) fn split(self) -> (bool, Option<Box<Judged>>) {
+        match self {
+            Session::Opens(rules) => (false, Some(Box::new(rules))),
+            Session::Reset => (true, None),
+            Session::Goes => (false, None),
+        }
+    }
+}
+
 /// Whether a Fetch to be judged by `now` (the policy that looks at Fetch,
 /// if any) needs its session read at all.
 pub(super) fn watching(sessions: &FetchSessions, now: Option<&Arc<TopicPolicy>>) -> bool {
