@@ -166,20 +166,20 @@ async fn run(
         Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;
     }
     serving.store(true, Ordering::Release);
+    let ends = Ends {
+        cluster,
+        peer,
+        told,
+        principal: &principal,
+        inspection: inspection.as_deref(),
+        terminated: session,
+    };
     match (client, upstream) {
         // Plaintext on both sides: the sockets' own halves, through which
         // the bodies of streamed frames are spliced, in each direction
         // whose receiving peer `splice::towards` allows.
         (Stream::Plain(mut client), Stream::Plain(mut upstream)) => {
             let (to_client, to_upstream) = (splice::towards(&client), splice::towards(&upstream));
-            let ends = Ends {
-                cluster,
-                peer,
-                told,
-                principal: &principal,
-                inspection: inspection.as_deref(),
-                terminated: session,
-            };
             let (crd, cwr) = client.split();
             let (urd, uwr) = upstream.split();
             // A writer that must not splice is `Copying`: its own type, so
@@ -194,14 +194,6 @@ async fn run(
         (client, upstream) => {
             let (client_rd, client_wr) = tokio::io::split(client.boxed());
             let (upstream_rd, upstream_wr) = tokio::io::split(upstream.boxed());
-            let ends = Ends {
-                cluster,
-                peer,
-                told,
-                principal: &principal,
-                inspection: inspection.as_deref(),
-                terminated: session,
-            };
             pipe(client_rd, client_wr, upstream_rd, upstream_wr, ends).await
         }
     }
