@@ -49,7 +49,16 @@ impl FilterSpec {
     pub fn decoded_apis(&self) -> Vec<i16> {
         match self {
             FilterSpec::DenyApis { apis } => apis.iter().copied().collect(),
-            FilterSpec::TopicPolicy(_) => policy::API_OPERATIONS.iter().map(|(k, _)| *k).collect(),
+            FilterSpec::TopicPolicy(p) => {
+                let topics = policy::API_OPERATIONS.iter().map(|(k, _)| *k);
+                let named = (policy::API_RESOURCES.iter())
+                    .filter(|(_, kind, _)| p.judges(*kind))
+                    .map(|(k, _, _)| *k);
+                let mut keys: Vec<i16> = topics.chain(named).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                keys
+            }
             // A throttled Produce response is decoded to set its throttle time.
             FilterSpec::Quota(_) => vec![0],
         }

@@ -14,9 +14,13 @@
 
 mod ops;
 mod pattern;
+mod resources;
 
 pub use ops::{API_OPERATIONS, Operation, Operations, api_names, operation_of};
 pub use pattern::Pattern;
+pub use resources::{
+    API_RESOURCES, ResourceKind, names_resources, resource_api_names, resource_operation,
+};
 
 /// How rules combine when several match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,9 +62,9 @@ impl<'a> Client<'a> {
     }
 }
 
-/// One rule: an effect on some operations, topics and (optionally) client
-/// ids and principals.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One rule: an effect on some operations, topics, groups and
+/// transactional ids, and (optionally) client ids and principals.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rule {
     /// Allow or deny.
     pub effect: Effect,
@@ -69,6 +73,10 @@ pub struct Rule {
     /// The topics it covers: at least one for topic operations; none for a
     /// rule of cluster operations (which judge no topic).
     pub topics: Vec<Pattern>,
+    /// The consumer groups it covers (none: it judges no group).
+    pub groups: Vec<Pattern>,
+    /// The transactional ids it covers (none: it judges none).
+    pub transactional_ids: Vec<Pattern>,
     /// The client ids it covers; `None`: every client.
     pub client_ids: Option<Vec<Pattern>>,
     /// The principals it covers; `None`: every client, with a principal or
@@ -98,6 +106,32 @@ impl Rule {
     fn matches(&self, op: Operation, topic: &str, client: Client<'_>) -> bool {
         self.applies(op, client)
             && (op.is_cluster() || self.topics.iter().any(|p| p.matches(topic)))
+    }
+
+    /// Whether it covers `op` on the group or transactional id `name` for
+    /// `client`.
+    fn matches_named(
+        &self,
+        op: Operation,
+        kind: ResourceKind,
+        name: &str,
+        client: Client<'_>,
+    ) -> bool {
+        self.applies(op, client) && self.names(kind).iter().any(|p| p.matches(name))
+    }
+
+    /// The patterns it covers resources of `kind` by.
+    pub fn names(&self, kind: ResourceKind) -> &[Pattern] {
+        match kind {
+            ResourceKind::Group => &self.groups,
+            ResourceKind::TransactionalId => &self.transactional_ids,
+        }
+    }
+
+    /// Whether it judges topics for `op` (a cluster operation judges
+    /// none, and is covered whatever the topic).
+    fn judges_topics(&self, op: Operation) -> bool {
+        op.is_cluster() || !self.topics.is_empty()
     }
 
     /// Whether it covers every topic name (or judges no topic).
@@ -141,11 +175,30 @@ impl TopicPolicy {
     /// (null) is matched as the empty id; one without a principal, by no
     /// rule that names principals.
     pub fn decide(&self, op: Operation, topic: &str, client: Client<'_>) -> Decision {
-        let mut matching = self
-            .rules
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.matches(op, topic, client));
+        self.decide_by(|r| r.matches(op, topic, client))
+    }
+
+    /// Whether `client` may do `op` on the group or transactional id
+    /// `name`: decided like a topic, by the rules naming that kind.
+    pub fn decide_named(
+        &self,
+        op: Operation,
+        kind: ResourceKind,
+        name: &str,
+        client: Client<'_>,
+    ) -> Decision {
+        self.decide_by(|r| r.matches_named(op, kind, name, client))
+    }
+
+    /// Whether some rule names resources of `kind`: only then does the
+    /// policy judge them (and its default apply to them).
+    pub fn judges(&self, kind: ResourceKind) -> bool {
+        self.rules.iter().any(|r| !r.names(kind).is_empty())
+    }
+
+    /// The decision of the rules `matches` picks, combined.
+    fn decide_by(&self, matches: impl Fn(&Rule) -> bool) -> Decision {
+        let mut matching = self.rules.iter().enumerate().filter(|(_, r)| matches(r));
         let found = match self.combine {
             Combine::First => matching.next(),
             Combine::DenyWins => {
@@ -180,7 +233,8 @@ impl TopicPolicy {
         if op.is_cluster() {
             return self.decide_cluster(op, client).allowed();
         }
-        let mut applying = self.rules.iter().filter(|r| r.applies(op, client));
+        let mut applying =
+            (self.rules.iter()).filter(|r| r.judges_topics(op) && r.applies(op, client));
         match self.combine {
             // Walk in order: a deny rule first refuses some topic; an allow
             // rule over every topic first allows all of them.
@@ -205,11 +259,13 @@ impl TopicPolicy {
     }
 
     /// Whether the policy allows every operation on every topic, and on
-    /// the cluster, to every client: it then never needs to look at a
-    /// request.
+    /// the cluster, to every client, and judges no group or transactional
+    /// id: it then never needs to look at a request.
     pub fn allows_everything(&self) -> bool {
         let any_client = self.rules.iter().all(|r| !r.names_clients());
+        let named = ResourceKind::EVERY.iter().any(|k| self.judges(*k));
         any_client
+            && !named
             && Operation::EVERY
                 .iter()
                 .all(|op| self.allows_every_topic(*op, Client::default()))

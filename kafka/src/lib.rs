@@ -13,6 +13,7 @@
 //! - [`deny`]: error responses the proxy makes for denied requests
 //! - [`cluster`]: the answers refusing cluster operations a topic policy denies
 //! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
+//! - [`resources`]: groups and transactional ids named by requests, and their refusals
 //! - [`session`]: Fetch sessions (KIP-227): read from a request's first bytes, reset
 //! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
@@ -25,6 +26,7 @@ pub mod deny;
 pub mod encode;
 pub mod frame;
 pub mod policy;
+pub mod resources;
 pub mod rewrite;
 pub mod session;
 mod splice;
@@ -42,6 +44,16 @@ pub fn api_name(key: i16) -> &'static str {
 mod tests {
     use kafka_protocol::messages::ApiKey;
     use sluice_config::apis::{self, Handling};
+
+    /// Asserts `docs/policies.md` holds `table`, a table the code renders.
+    pub(crate) fn policies_doc_holds(table: &str) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/policies.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            doc.contains(table),
+            "docs/policies.md must hold this table, as the code has it:\n{table}"
+        );
+    }
 
     #[test]
     fn the_api_table_is_kafka_protocols_list() {

@@ -81,7 +81,7 @@ impl Names {
         self.names.is_empty()
     }
 
-    fn written(&self) -> String {
+    pub(crate) fn written(&self) -> String {
         let mut out = self.names.join(",");
         if self.more > 0 {
             out.push_str(&format!(" (+{} more)", self.more));

@@ -103,6 +103,21 @@ pub fn metric(addr: &str, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The sum of every series of the metric `name` whose labels contain
+/// `labels` (e.g. `principal="bob"`); 0 when there is none.
+pub fn metric_sum(addr: &str, name: &str, labels: &str) -> f64 {
+    get(addr, "/metrics")
+        .body
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix('{')?;
+            let (set, value) = rest.split_once("} ")?;
+            set.contains(labels)
+                .then(|| value.trim().parse::<f64>().ok())?
+        })
+        .sum()
+}
+
 fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {

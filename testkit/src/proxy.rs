@@ -192,6 +192,12 @@ impl Proxy {
         http::metric(&self.admin, series)
     }
 
+    /// The sum of the series of metric `name` whose labels contain
+    /// `labels`, e.g. `("sluice_policy_denied_total", "principal=\"bob\"")`.
+    pub fn metric_sum(&self, name: &str, labels: &str) -> f64 {
+        http::metric_sum(&self.admin, name, labels)
+    }
+
     /// Waits (bounded, polling the metrics endpoint) until `series` reaches
     /// `at_least`; returns its value then.
     pub fn wait_for_metric(&self, series: &str, at_least: f64, timeout: Duration) -> f64 {

@@ -4,8 +4,10 @@
 
 use super::FilterSpec;
 use crate::identity::MAX_PRINCIPAL_CHARS;
-use crate::policy::{Combine, Effect, Operation, Operations, Pattern, Rule, TopicPolicy};
-use crate::read::{Cx, Fields, index, list, string, suggest};
+use crate::policy::{
+    Combine, Effect, Operation, Operations, Pattern, ResourceKind, Rule, TopicPolicy,
+};
+use crate::read::{Cx, Fields, index, join, list, string, suggest};
 use crate::yaml::{Mark, Node};
 
 /// The type name used in the configuration.
@@ -47,7 +49,18 @@ pub(crate) fn build(
             .enumerate()
             .map(|(i, item)| rule(cx, item, &index(path, i)))
             .collect();
-        rules.into_iter().collect::<Option<Vec<Rule>>>()
+        let rules = rules.into_iter().collect::<Option<Vec<Rule>>>()?;
+        let judged = rules.iter().any(|r| !r.groups.is_empty());
+        let cluster = (rules.iter()).position(|r| r.operations.contains(Operation::DeleteGroups));
+        if let (true, Some(i)) = (judged, cluster) {
+            return cx.fail(
+                &index(path, i),
+                items[i].mark,
+                "with rules on groups, DeleteGroups is judged per group: \
+                 write delete with groups instead of delete-groups",
+            );
+        }
+        Some(rules)
     });
     // Absent keys take their defaults; a wrong one has been reported.
     let combine = match (f.has("match"), combine) {
@@ -79,7 +92,15 @@ fn one_of<T: Copy>(cx: &mut Cx<'_>, node: &Node, path: &str, choices: &[(&str, T
 }
 
 fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
-    let keys = ["allow", "deny", "topics", "clientIds", "principals"];
+    let keys = [
+        "allow",
+        "deny",
+        "topics",
+        "groups",
+        "transactionalIds",
+        "clientIds",
+        "principals",
+    ];
     let f = Fields::of(cx, node, path, &keys)?;
     let effect = match (f.has("allow"), f.has("deny")) {
         (true, false) => Some(Effect::Allow),
@@ -96,29 +117,7 @@ fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
         Some(_) => f.required(cx, key, operations),
         None => None,
     };
-    let topics = match operations {
-        // A rule of cluster operations judges no topic: it has no `topics`.
-        Some(ops) if ops.any_cluster() => {
-            if f.has("topics") {
-                f.optional(cx, "topics", |cx, node, path| {
-                    cx.fail(
-                        path,
-                        node.mark,
-                        "a rule of cluster operations judges no topic: leave topics out",
-                    )
-                })
-            } else {
-                Some(Vec::new())
-            }
-        }
-        Some(_) => f.required(cx, "topics", |cx, node, path| {
-            patterns(cx, node, path, topic_pattern)
-        }),
-        // Wrong operations (reported): topics are checked when written.
-        None => f.optional(cx, "topics", |cx, node, path| {
-            patterns(cx, node, path, topic_pattern)
-        }),
-    };
+    let named = resources(cx, &f, operations.map(|ops| (ops, key)));
     let client_ids = f.optional(cx, "clientIds", |cx, node, path| {
         patterns(cx, node, path, client_pattern)
     });
@@ -129,13 +128,97 @@ fn rule(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Rule> {
     if f.has("clientIds") && client_ids.is_none() || f.has("principals") && principals.is_none() {
         return None;
     }
+    let (topics, groups, transactional_ids) = named?;
     Some(Rule {
         effect: effect?,
         operations: operations?,
-        topics: topics?,
+        topics,
+        groups,
+        transactional_ids,
         client_ids,
         principals,
     })
+}
+
+/// A rule's topics, groups and transactional ids, each read when written
+/// (every error reported); checked against its operations (`ops`, under
+/// `key`) when they were read: a rule of cluster operations names none, a
+/// rule of the others at least one kind, and each of its operations is
+/// done to some kind it names.
+fn resources(
+    cx: &mut Cx<'_>,
+    f: &Fields<'_>,
+    ops: Option<(Operations, &str)>,
+) -> Option<(Vec<Pattern>, Vec<Pattern>, Vec<Pattern>)> {
+    let mut read = |key: &str, check: Check| {
+        let read = f.optional(cx, key, |cx, node, path| patterns(cx, node, path, check));
+        match (f.has(key), read) {
+            (false, _) => Some(Vec::new()),
+            (true, read) => read,
+        }
+    };
+    // Where a key's value is, for errors about it.
+    let at = |cx: &mut Cx<'_>, key: &str| {
+        f.optional(cx, key, |_, node, _| Some(node.mark))
+            .unwrap_or(f.mark())
+    };
+    let topics = read("topics", topic_pattern);
+    let groups = read("groups", named_pattern);
+    let txn = read("transactionalIds", named_pattern);
+    let (topics, groups, txn) = (topics?, groups?, txn?);
+    let (ops, key) = ops?;
+    let written: Vec<&str> = [
+        ("topics", &topics),
+        (ResourceKind::Group.key(), &groups),
+        (ResourceKind::TransactionalId.key(), &txn),
+    ]
+    .iter()
+    .filter(|(_, names)| !names.is_empty())
+    .map(|(key, _)| *key)
+    .collect();
+    let path = f.path();
+    if ops.any_cluster() {
+        if let Some(first) = written.first() {
+            let message = format!(
+                "a rule of cluster operations judges no topic, group or transactional id: \
+                 leave {first} out"
+            );
+            let mark = at(cx, first);
+            return cx.fail(&join(path, first), mark, message);
+        }
+    } else if written.is_empty() {
+        return cx.fail(
+            path,
+            f.mark(),
+            "a rule names the topics, groups or transactionalIds it covers",
+        );
+    } else if topics.is_empty() {
+        let kinds: Vec<ResourceKind> = (ResourceKind::EVERY.into_iter())
+            .filter(|k| written.contains(&k.key()))
+            .collect();
+        let done = |op: &Operation| kinds.iter().any(|k| k.operations().contains(op));
+        if let Some(op) = Operation::ALL
+            .iter()
+            .find(|op| ops.contains(**op) && !done(op))
+        {
+            let to: Vec<String> = kinds.iter().map(|k| done_to(*k)).collect();
+            let message = format!(
+                "{} is not done to {} (name topics, or {})",
+                op.name(),
+                written.join(" or "),
+                to.join("; ")
+            );
+            let mark = at(cx, key);
+            return cx.fail(&join(path, key), mark, message);
+        }
+    }
+    Some((topics, groups, txn))
+}
+
+/// What is done to a kind, for errors: "groups take consume, describe, delete".
+fn done_to(kind: ResourceKind) -> String {
+    let ops: Vec<&str> = kind.operations().iter().map(|o| o.name()).collect();
+    format!("{} take {}", kind.key(), ops.join(", "))
 }
 
 fn operations(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Operations> {
@@ -238,6 +321,14 @@ fn principal_pattern(text: &str) -> Result<(), String> {
         return Err(format!(
             "longer than a principal can be ({MAX_PRINCIPAL_CHARS} characters)"
         ));
+    }
+    Ok(())
+}
+
+/// A group or transactional id, or a glob of one.
+fn named_pattern(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("a group or transactional id pattern cannot be empty".to_owned());
     }
     Ok(())
 }

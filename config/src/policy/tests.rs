@@ -1,7 +1,7 @@
 //! The decision, table by table.
 
 use super::*;
-use Operation::{Consume, Create, Describe, Produce};
+use Operation::{Consume, Create, Delete, Describe, Produce};
 
 fn rule(effect: Effect, ops: &[Operation], topics: &[&str], ids: Option<&[&str]>) -> Rule {
     Rule {
@@ -9,7 +9,7 @@ fn rule(effect: Effect, ops: &[Operation], topics: &[&str], ids: Option<&[&str]>
         operations: ops.iter().copied().collect(),
         topics: topics.iter().map(|t| Pattern::new(t)).collect(),
         client_ids: ids.map(|ids| ids.iter().map(|i| Pattern::new(i)).collect()),
-        principals: None,
+        ..Rule::default()
     }
 }
 
@@ -288,4 +288,56 @@ fn principals_hold_whatever_the_client_id_says() {
         both.decide(Produce, "billing.in", who("other", Some("billing"))),
         d(None)
     );
+}
+
+#[test]
+fn groups_and_transactional_ids_are_judged_by_the_rules_naming_them() {
+    use ResourceKind::{Group, TransactionalId};
+    let team = |who: &str, prefix: &str| Rule {
+        effect: Effect::Allow,
+        operations: Operations::all(),
+        topics: vec![Pattern::new(&format!("{prefix}.*"))],
+        groups: vec![Pattern::new(&format!("{prefix}.*"))],
+        principals: Some(vec![Pattern::new(who)]),
+        ..Rule::default()
+    };
+    let open_topics = allow(&[Describe, Consume], &["*"]);
+    let policy = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![team("alice", "a"), team("bob", "b"), open_topics],
+    };
+    let who = |principal| Client {
+        id: "app",
+        principal: Some(principal),
+    };
+    assert!(policy.judges(Group) && !policy.judges(TransactionalId));
+    assert_eq!(policy.decide_named(Consume, Group, "a.g", who("alice")), A);
+    assert_eq!(policy.decide_named(Delete, Group, "a.g", who("alice")), A);
+    // Bob may read every topic, but joins no group of Alice's: the rule
+    // over every topic names no group.
+    assert_eq!(
+        policy.decide_named(Consume, Group, "a.g", who("bob")),
+        d(None)
+    );
+    assert_eq!(policy.decide(Consume, "a.t", who("bob")), A);
+    assert_eq!(
+        policy.decide_named(Describe, Group, "other", who("alice")),
+        d(None)
+    );
+    // A rule naming groups only judges no topic, and covers none.
+    let groups_only = TopicPolicy {
+        combine: Combine::First,
+        default: Effect::Deny,
+        rules: vec![Rule {
+            effect: Effect::Allow,
+            operations: [Consume].into_iter().collect(),
+            groups: vec![Pattern::new("*")],
+            ..Rule::default()
+        }],
+    };
+    assert!(!groups_only.allows_every_topic(Consume, id("c")));
+    assert_eq!(groups_only.decide(Consume, "t", id("c")), d(None));
+    assert_eq!(groups_only.decide_named(Consume, Group, "g", id("c")), A);
+    assert!(!groups_only.allows_everything());
 }

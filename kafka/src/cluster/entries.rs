@@ -31,21 +31,9 @@ pub(super) fn refusal(api: ApiKey) -> Option<Refuse> {
 }
 
 /// Each group with GROUP_AUTHORIZATION_FAILED, what a broker's ACLs answer
-/// (DELETE on the group).
+/// (DELETE on the group): the refusal of a group the policy judges.
 fn delete_groups(buf: &mut Bytes, version: i16) -> Result<BytesMut, String> {
-    let req: DeleteGroupsRequest = decode(buf, version)?;
-    let mut r = DeleteGroupsResponse::default();
-    r.results = req
-        .groups_names
-        .into_iter()
-        .map(|group_id| {
-            let mut out = delete_groups_response::DeletableGroupResult::default();
-            out.group_id = group_id;
-            out.error_code = GROUP_AUTHORIZATION_FAILED;
-            out
-        })
-        .collect();
-    encode(&r, version)
+    crate::resources::refuse_delete_groups(buf, version, GROUP_AUTHORIZATION_FAILED)
 }
 
 fn create_acls(buf: &mut Bytes, version: i16) -> Result<BytesMut, String> {

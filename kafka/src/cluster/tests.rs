@@ -213,11 +213,5 @@ fn docs_table() -> String {
 
 #[test]
 fn the_docs_table_of_cluster_operations_is_the_code() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/policies.md");
-    let doc = std::fs::read_to_string(path).unwrap_or_default();
-    let table = docs_table();
-    assert!(
-        doc.contains(&table),
-        "docs/policies.md must hold this table, as the code has it:\n{table}"
-    );
+    crate::tests::policies_doc_holds(&docs_table());
 }

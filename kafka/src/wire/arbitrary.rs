@@ -18,10 +18,34 @@ pub trait Entropy {
     }
 }
 
+/// xorshift64*: deterministic entropy for tests, so a failure names its
+/// seed.
+#[derive(Debug, Clone, Copy)]
+pub struct Seeded(pub u64);
+
+impl Entropy for Seeded {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
 /// A valid `api` response body at `version`, or `None` when the proxy has no
 /// layout for it.
 pub fn response(api: ApiKey, version: i16, entropy: &mut dyn Entropy) -> Option<Vec<u8>> {
-    let schema = schemas::response(api)?;
+    at_version(schemas::response(api)?, version, entropy)
+}
+
+/// A valid `api` request body at `version`, or `None` when the proxy has no
+/// layout for it.
+pub fn request(api: ApiKey, version: i16, entropy: &mut dyn Entropy) -> Option<Vec<u8>> {
+    at_version(schemas::request(api)?, version, entropy)
+}
+
+/// A valid `schema` message at `version`, if the layout has that version.
+fn at_version(schema: &Schema, version: i16, entropy: &mut dyn Entropy) -> Option<Vec<u8>> {
     if version < schema.versions.0 || version > schema.versions.1 {
         return None;
     }

@@ -139,6 +139,13 @@ impl fmt::Display for Malformed {
     }
 }
 
+/// The layout of `api`'s response, where the proxy has one (for tests of
+/// the answers it makes).
+#[cfg(test)]
+pub(crate) fn response_schema(api: kafka_protocol::messages::ApiKey) -> Option<&'static Schema> {
+    schemas::response(api)
+}
+
 /// Walks `bytes` as a `schema` message at `version`; returns how many bytes
 /// the message takes.
 pub fn check(schema: &Schema, version: i16, bytes: &[u8]) -> Result<usize, Malformed> {

@@ -4856,6 +4856,697 @@ pub(super) static DELETE_SHARE_GROUP_OFFSETS_RESPONSE_DELETE_SHARE_GROUP_OFFSETS
     tagged: &[],
 };
 
+/// `FindCoordinatorRequest`.
+pub(super) static FIND_COORDINATOR_REQUEST: Schema = Schema {
+    name: "FindCoordinatorRequest",
+    versions: (0, 6),
+    flexible: 3,
+    fields: &[
+        field("key", 0, 3, Ty::String),
+        field("key_type", 1, MAX, Ty::Fixed(1)),
+        field("coordinator_keys", 4, MAX, Ty::Array(&Ty::String)),
+    ],
+    tagged: &[],
+};
+
+/// `JoinGroupRequest`.
+pub(super) static JOIN_GROUP_REQUEST: Schema = Schema {
+    name: "JoinGroupRequest",
+    versions: (0, 9),
+    flexible: 6,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("session_timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("rebalance_timeout_ms", 1, MAX, Ty::Fixed(4)),
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 5, MAX, Ty::String),
+        field("protocol_type", 0, MAX, Ty::String),
+        field("protocols", 0, MAX, Ty::Array(&Ty::Struct(&JOIN_GROUP_REQUEST_JOIN_GROUP_REQUEST_PROTOCOL))),
+        field("reason", 8, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `JoinGroupRequestProtocol`.
+pub(super) static JOIN_GROUP_REQUEST_JOIN_GROUP_REQUEST_PROTOCOL: Schema = Schema {
+    name: "JoinGroupRequestProtocol",
+    versions: (0, 9),
+    flexible: 6,
+    fields: &[
+        field("name", 0, MAX, Ty::String),
+        field("metadata", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `JoinGroupResponse`.
+pub(super) static JOIN_GROUP_RESPONSE: Schema = Schema {
+    name: "JoinGroupResponse",
+    versions: (0, 9),
+    flexible: 6,
+    fields: &[
+        field("throttle_time_ms", 2, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("generation_id", 0, MAX, Ty::Fixed(4)),
+        field("protocol_type", 7, MAX, Ty::String),
+        field("protocol_name", 0, MAX, Ty::String),
+        field("leader", 0, MAX, Ty::String),
+        field("skip_assignment", 9, MAX, Ty::Fixed(1)),
+        field("member_id", 0, MAX, Ty::String),
+        field("members", 0, MAX, Ty::Array(&Ty::Struct(&JOIN_GROUP_RESPONSE_JOIN_GROUP_RESPONSE_MEMBER))),
+    ],
+    tagged: &[],
+};
+
+/// `JoinGroupResponseMember`.
+pub(super) static JOIN_GROUP_RESPONSE_JOIN_GROUP_RESPONSE_MEMBER: Schema = Schema {
+    name: "JoinGroupResponseMember",
+    versions: (0, 9),
+    flexible: 6,
+    fields: &[
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 5, MAX, Ty::String),
+        field("metadata", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `HeartbeatRequest`.
+pub(super) static HEARTBEAT_REQUEST: Schema = Schema {
+    name: "HeartbeatRequest",
+    versions: (0, 4),
+    flexible: 4,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("generation_id", 0, MAX, Ty::Fixed(4)),
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 3, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `HeartbeatResponse`.
+pub(super) static HEARTBEAT_RESPONSE: Schema = Schema {
+    name: "HeartbeatResponse",
+    versions: (0, 4),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `LeaveGroupRequest`.
+pub(super) static LEAVE_GROUP_REQUEST: Schema = Schema {
+    name: "LeaveGroupRequest",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("member_id", 0, 2, Ty::String),
+        field("members", 3, MAX, Ty::Array(&Ty::Struct(&LEAVE_GROUP_REQUEST_MEMBER_IDENTITY))),
+    ],
+    tagged: &[],
+};
+
+/// `MemberIdentity`.
+pub(super) static LEAVE_GROUP_REQUEST_MEMBER_IDENTITY: Schema = Schema {
+    name: "MemberIdentity",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("member_id", 3, MAX, Ty::String),
+        field("group_instance_id", 3, MAX, Ty::String),
+        field("reason", 5, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `LeaveGroupResponse`.
+pub(super) static LEAVE_GROUP_RESPONSE: Schema = Schema {
+    name: "LeaveGroupResponse",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("members", 3, MAX, Ty::Array(&Ty::Struct(&LEAVE_GROUP_RESPONSE_MEMBER_RESPONSE))),
+    ],
+    tagged: &[],
+};
+
+/// `MemberResponse`.
+pub(super) static LEAVE_GROUP_RESPONSE_MEMBER_RESPONSE: Schema = Schema {
+    name: "MemberResponse",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("member_id", 3, MAX, Ty::String),
+        field("group_instance_id", 3, MAX, Ty::String),
+        field("error_code", 3, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `SyncGroupRequest`.
+pub(super) static SYNC_GROUP_REQUEST: Schema = Schema {
+    name: "SyncGroupRequest",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("generation_id", 0, MAX, Ty::Fixed(4)),
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 3, MAX, Ty::String),
+        field("protocol_type", 5, MAX, Ty::String),
+        field("protocol_name", 5, MAX, Ty::String),
+        field("assignments", 0, MAX, Ty::Array(&Ty::Struct(&SYNC_GROUP_REQUEST_SYNC_GROUP_REQUEST_ASSIGNMENT))),
+    ],
+    tagged: &[],
+};
+
+/// `SyncGroupRequestAssignment`.
+pub(super) static SYNC_GROUP_REQUEST_SYNC_GROUP_REQUEST_ASSIGNMENT: Schema = Schema {
+    name: "SyncGroupRequestAssignment",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("member_id", 0, MAX, Ty::String),
+        field("assignment", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `SyncGroupResponse`.
+pub(super) static SYNC_GROUP_RESPONSE: Schema = Schema {
+    name: "SyncGroupResponse",
+    versions: (0, 5),
+    flexible: 4,
+    fields: &[
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("protocol_type", 5, MAX, Ty::String),
+        field("protocol_name", 5, MAX, Ty::String),
+        field("assignment", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeGroupsRequest`.
+pub(super) static DESCRIBE_GROUPS_REQUEST: Schema = Schema {
+    name: "DescribeGroupsRequest",
+    versions: (0, 6),
+    flexible: 5,
+    fields: &[
+        field("groups", 0, MAX, Ty::Array(&Ty::String)),
+        field("include_authorized_operations", 3, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeGroupsResponse`.
+pub(super) static DESCRIBE_GROUPS_RESPONSE: Schema = Schema {
+    name: "DescribeGroupsResponse",
+    versions: (0, 6),
+    flexible: 5,
+    fields: &[
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_GROUPS_RESPONSE_DESCRIBED_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribedGroup`.
+pub(super) static DESCRIBE_GROUPS_RESPONSE_DESCRIBED_GROUP: Schema = Schema {
+    name: "DescribedGroup",
+    versions: (0, 6),
+    flexible: 5,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 6, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::String),
+        field("group_state", 0, MAX, Ty::String),
+        field("protocol_type", 0, MAX, Ty::String),
+        field("protocol_data", 0, MAX, Ty::String),
+        field("members", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_GROUPS_RESPONSE_DESCRIBED_GROUP_MEMBER))),
+        field("authorized_operations", 3, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribedGroupMember`.
+pub(super) static DESCRIBE_GROUPS_RESPONSE_DESCRIBED_GROUP_MEMBER: Schema = Schema {
+    name: "DescribedGroupMember",
+    versions: (0, 6),
+    flexible: 5,
+    fields: &[
+        field("member_id", 0, MAX, Ty::String),
+        field("group_instance_id", 4, MAX, Ty::String),
+        field("client_id", 0, MAX, Ty::String),
+        field("client_host", 0, MAX, Ty::String),
+        field("member_metadata", 0, MAX, Ty::Bytes),
+        field("member_assignment", 0, MAX, Ty::Bytes),
+    ],
+    tagged: &[],
+};
+
+/// `InitProducerIdRequest`.
+pub(super) static INIT_PRODUCER_ID_REQUEST: Schema = Schema {
+    name: "InitProducerIdRequest",
+    versions: (0, 5),
+    flexible: 2,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::String),
+        field("transaction_timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("producer_id", 3, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 3, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `InitProducerIdResponse`.
+pub(super) static INIT_PRODUCER_ID_RESPONSE: Schema = Schema {
+    name: "InitProducerIdResponse",
+    versions: (0, 6),
+    flexible: 2,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("ongoing_txn_producer_id", 6, MAX, Ty::Fixed(8)),
+        field("ongoing_txn_producer_epoch", 6, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `AddOffsetsToTxnRequest`.
+pub(super) static ADD_OFFSETS_TO_TXN_REQUEST: Schema = Schema {
+    name: "AddOffsetsToTxnRequest",
+    versions: (0, 4),
+    flexible: 3,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::String),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("group_id", 0, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `AddOffsetsToTxnResponse`.
+pub(super) static ADD_OFFSETS_TO_TXN_RESPONSE: Schema = Schema {
+    name: "AddOffsetsToTxnResponse",
+    versions: (0, 4),
+    flexible: 3,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `EndTxnRequest`.
+pub(super) static END_TXN_REQUEST: Schema = Schema {
+    name: "EndTxnRequest",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::String),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("committed", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `EndTxnResponse`.
+pub(super) static END_TXN_RESPONSE: Schema = Schema {
+    name: "EndTxnResponse",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("producer_id", 5, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 5, MAX, Ty::Fixed(2)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTransactionsRequest`.
+pub(super) static DESCRIBE_TRANSACTIONS_REQUEST: Schema = Schema {
+    name: "DescribeTransactionsRequest",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("transactional_ids", 0, MAX, Ty::Array(&Ty::String)),
+    ],
+    tagged: &[],
+};
+
+/// `DescribeTransactionsResponse`.
+pub(super) static DESCRIBE_TRANSACTIONS_RESPONSE: Schema = Schema {
+    name: "DescribeTransactionsResponse",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("transaction_states", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TRANSACTIONS_RESPONSE_TRANSACTION_STATE))),
+    ],
+    tagged: &[],
+};
+
+/// `TransactionState`.
+pub(super) static DESCRIBE_TRANSACTIONS_RESPONSE_TRANSACTION_STATE: Schema = Schema {
+    name: "TransactionState",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("transactional_id", 0, MAX, Ty::String),
+        field("transaction_state", 0, MAX, Ty::String),
+        field("transaction_timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("transaction_start_time_ms", 0, MAX, Ty::Fixed(8)),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("producer_epoch", 0, MAX, Ty::Fixed(2)),
+        field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TRANSACTIONS_RESPONSE_TOPIC_DATA))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicData`.
+pub(super) static DESCRIBE_TRANSACTIONS_RESPONSE_TOPIC_DATA: Schema = Schema {
+    name: "TopicData",
+    versions: (0, 0),
+    flexible: 0,
+    fields: &[
+        field("topic", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ConsumerGroupHeartbeatRequest`.
+pub(super) static CONSUMER_GROUP_HEARTBEAT_REQUEST: Schema = Schema {
+    name: "ConsumerGroupHeartbeatRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("instance_id", 0, MAX, Ty::String),
+        field("rack_id", 0, MAX, Ty::String),
+        field("rebalance_timeout_ms", 0, MAX, Ty::Fixed(4)),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_regex", 1, MAX, Ty::String),
+        field("server_assignor", 0, MAX, Ty::String),
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_HEARTBEAT_REQUEST_TOPIC_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static CONSUMER_GROUP_HEARTBEAT_REQUEST_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ConsumerGroupHeartbeatResponse`.
+pub(super) static CONSUMER_GROUP_HEARTBEAT_RESPONSE: Schema = Schema {
+    name: "ConsumerGroupHeartbeatResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("heartbeat_interval_ms", 0, MAX, Ty::Fixed(4)),
+        field("assignment", 0, MAX, Ty::OptionStruct(&CONSUMER_GROUP_HEARTBEAT_RESPONSE_ASSIGNMENT)),
+    ],
+    tagged: &[],
+};
+
+/// `Assignment`.
+pub(super) static CONSUMER_GROUP_HEARTBEAT_RESPONSE_ASSIGNMENT: Schema = Schema {
+    name: "Assignment",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_HEARTBEAT_RESPONSE_TOPIC_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static CONSUMER_GROUP_HEARTBEAT_RESPONSE_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ConsumerGroupDescribeRequest`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_REQUEST: Schema = Schema {
+    name: "ConsumerGroupDescribeRequest",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("group_ids", 0, MAX, Ty::Array(&Ty::String)),
+        field("include_authorized_operations", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `ConsumerGroupDescribeResponse`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE: Schema = Schema {
+    name: "ConsumerGroupDescribeResponse",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribedGroup`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP: Schema = Schema {
+    name: "DescribedGroup",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::String),
+        field("group_state", 0, MAX, Ty::String),
+        field("group_epoch", 0, MAX, Ty::Fixed(4)),
+        field("assignment_epoch", 0, MAX, Ty::Fixed(4)),
+        field("assignor_name", 0, MAX, Ty::String),
+        field("members", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_MEMBER))),
+        field("authorized_operations", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `Member`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_MEMBER: Schema = Schema {
+    name: "Member",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("member_id", 0, MAX, Ty::String),
+        field("instance_id", 0, MAX, Ty::String),
+        field("rack_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("client_id", 0, MAX, Ty::String),
+        field("client_host", 0, MAX, Ty::String),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_regex", 0, MAX, Ty::String),
+        field("assignment", 0, MAX, Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
+        field("target_assignment", 0, MAX, Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
+        field("member_type", 1, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `Assignment`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT: Schema = Schema {
+    name: "Assignment",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (0, 1),
+    flexible: 0,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ShareGroupHeartbeatRequest`.
+pub(super) static SHARE_GROUP_HEARTBEAT_REQUEST: Schema = Schema {
+    name: "ShareGroupHeartbeatRequest",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("group_id", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("rack_id", 0, MAX, Ty::String),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+    ],
+    tagged: &[],
+};
+
+/// `ShareGroupHeartbeatResponse`.
+pub(super) static SHARE_GROUP_HEARTBEAT_RESPONSE: Schema = Schema {
+    name: "ShareGroupHeartbeatResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("member_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("heartbeat_interval_ms", 0, MAX, Ty::Fixed(4)),
+        field("assignment", 0, MAX, Ty::OptionStruct(&SHARE_GROUP_HEARTBEAT_RESPONSE_ASSIGNMENT)),
+    ],
+    tagged: &[],
+};
+
+/// `Assignment`.
+pub(super) static SHARE_GROUP_HEARTBEAT_RESPONSE_ASSIGNMENT: Schema = Schema {
+    name: "Assignment",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_GROUP_HEARTBEAT_RESPONSE_TOPIC_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static SHARE_GROUP_HEARTBEAT_RESPONSE_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ShareGroupDescribeRequest`.
+pub(super) static SHARE_GROUP_DESCRIBE_REQUEST: Schema = Schema {
+    name: "ShareGroupDescribeRequest",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("group_ids", 0, MAX, Ty::Array(&Ty::String)),
+        field("include_authorized_operations", 0, MAX, Ty::Fixed(1)),
+    ],
+    tagged: &[],
+};
+
+/// `ShareGroupDescribeResponse`.
+pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE: Schema = Schema {
+    name: "ShareGroupDescribeResponse",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `DescribedGroup`.
+pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP: Schema = Schema {
+    name: "DescribedGroup",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("error_message", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::String),
+        field("group_state", 0, MAX, Ty::String),
+        field("group_epoch", 0, MAX, Ty::Fixed(4)),
+        field("assignment_epoch", 0, MAX, Ty::Fixed(4)),
+        field("assignor_name", 0, MAX, Ty::String),
+        field("members", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_MEMBER))),
+        field("authorized_operations", 0, MAX, Ty::Fixed(4)),
+    ],
+    tagged: &[],
+};
+
+/// `Member`.
+pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_MEMBER: Schema = Schema {
+    name: "Member",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("member_id", 0, MAX, Ty::String),
+        field("rack_id", 0, MAX, Ty::String),
+        field("member_epoch", 0, MAX, Ty::Fixed(4)),
+        field("client_id", 0, MAX, Ty::String),
+        field("client_host", 0, MAX, Ty::String),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("assignment", 0, MAX, Ty::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
+    ],
+    tagged: &[],
+};
+
+/// `Assignment`.
+pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT: Schema = Schema {
+    name: "Assignment",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS))),
+    ],
+    tagged: &[],
+};
+
+/// `TopicPartitions`.
+pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS: Schema = Schema {
+    name: "TopicPartitions",
+    versions: (1, 1),
+    flexible: 1,
+    fields: &[
+        field("topic_id", 0, MAX, Ty::Fixed(16)),
+        field("topic_name", 0, MAX, Ty::String),
+        field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
 impl Checked for ApiVersionsResponse {
     const SCHEMA: &'static Schema = &API_VERSIONS_RESPONSE;
 }
@@ -5356,8 +6047,116 @@ impl Checked for DeleteShareGroupOffsetsResponse {
     const SCHEMA: &'static Schema = &DELETE_SHARE_GROUP_OFFSETS_RESPONSE;
 }
 
+impl Checked for FindCoordinatorRequest {
+    const SCHEMA: &'static Schema = &FIND_COORDINATOR_REQUEST;
+}
+
+impl Checked for JoinGroupRequest {
+    const SCHEMA: &'static Schema = &JOIN_GROUP_REQUEST;
+}
+
+impl Checked for JoinGroupResponse {
+    const SCHEMA: &'static Schema = &JOIN_GROUP_RESPONSE;
+}
+
+impl Checked for HeartbeatRequest {
+    const SCHEMA: &'static Schema = &HEARTBEAT_REQUEST;
+}
+
+impl Checked for HeartbeatResponse {
+    const SCHEMA: &'static Schema = &HEARTBEAT_RESPONSE;
+}
+
+impl Checked for LeaveGroupRequest {
+    const SCHEMA: &'static Schema = &LEAVE_GROUP_REQUEST;
+}
+
+impl Checked for LeaveGroupResponse {
+    const SCHEMA: &'static Schema = &LEAVE_GROUP_RESPONSE;
+}
+
+impl Checked for SyncGroupRequest {
+    const SCHEMA: &'static Schema = &SYNC_GROUP_REQUEST;
+}
+
+impl Checked for SyncGroupResponse {
+    const SCHEMA: &'static Schema = &SYNC_GROUP_RESPONSE;
+}
+
+impl Checked for DescribeGroupsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_GROUPS_REQUEST;
+}
+
+impl Checked for DescribeGroupsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_GROUPS_RESPONSE;
+}
+
+impl Checked for InitProducerIdRequest {
+    const SCHEMA: &'static Schema = &INIT_PRODUCER_ID_REQUEST;
+}
+
+impl Checked for InitProducerIdResponse {
+    const SCHEMA: &'static Schema = &INIT_PRODUCER_ID_RESPONSE;
+}
+
+impl Checked for AddOffsetsToTxnRequest {
+    const SCHEMA: &'static Schema = &ADD_OFFSETS_TO_TXN_REQUEST;
+}
+
+impl Checked for AddOffsetsToTxnResponse {
+    const SCHEMA: &'static Schema = &ADD_OFFSETS_TO_TXN_RESPONSE;
+}
+
+impl Checked for EndTxnRequest {
+    const SCHEMA: &'static Schema = &END_TXN_REQUEST;
+}
+
+impl Checked for EndTxnResponse {
+    const SCHEMA: &'static Schema = &END_TXN_RESPONSE;
+}
+
+impl Checked for DescribeTransactionsRequest {
+    const SCHEMA: &'static Schema = &DESCRIBE_TRANSACTIONS_REQUEST;
+}
+
+impl Checked for DescribeTransactionsResponse {
+    const SCHEMA: &'static Schema = &DESCRIBE_TRANSACTIONS_RESPONSE;
+}
+
+impl Checked for ConsumerGroupHeartbeatRequest {
+    const SCHEMA: &'static Schema = &CONSUMER_GROUP_HEARTBEAT_REQUEST;
+}
+
+impl Checked for ConsumerGroupHeartbeatResponse {
+    const SCHEMA: &'static Schema = &CONSUMER_GROUP_HEARTBEAT_RESPONSE;
+}
+
+impl Checked for ConsumerGroupDescribeRequest {
+    const SCHEMA: &'static Schema = &CONSUMER_GROUP_DESCRIBE_REQUEST;
+}
+
+impl Checked for ConsumerGroupDescribeResponse {
+    const SCHEMA: &'static Schema = &CONSUMER_GROUP_DESCRIBE_RESPONSE;
+}
+
+impl Checked for ShareGroupHeartbeatRequest {
+    const SCHEMA: &'static Schema = &SHARE_GROUP_HEARTBEAT_REQUEST;
+}
+
+impl Checked for ShareGroupHeartbeatResponse {
+    const SCHEMA: &'static Schema = &SHARE_GROUP_HEARTBEAT_RESPONSE;
+}
+
+impl Checked for ShareGroupDescribeRequest {
+    const SCHEMA: &'static Schema = &SHARE_GROUP_DESCRIBE_REQUEST;
+}
+
+impl Checked for ShareGroupDescribeResponse {
+    const SCHEMA: &'static Schema = &SHARE_GROUP_DESCRIBE_RESPONSE;
+}
+
 /// The layout of an API's request, when the proxy decodes it.
-#[cfg(test)]
+#[cfg(any(test, feature = "arbitrary"))]
 pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
     match api {
         ApiKey::CreateTopics => Some(&CREATE_TOPICS_REQUEST),
@@ -5421,6 +6220,20 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
         ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_REQUEST),
         ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_REQUEST),
+        ApiKey::FindCoordinator => Some(&FIND_COORDINATOR_REQUEST),
+        ApiKey::JoinGroup => Some(&JOIN_GROUP_REQUEST),
+        ApiKey::Heartbeat => Some(&HEARTBEAT_REQUEST),
+        ApiKey::LeaveGroup => Some(&LEAVE_GROUP_REQUEST),
+        ApiKey::SyncGroup => Some(&SYNC_GROUP_REQUEST),
+        ApiKey::DescribeGroups => Some(&DESCRIBE_GROUPS_REQUEST),
+        ApiKey::InitProducerId => Some(&INIT_PRODUCER_ID_REQUEST),
+        ApiKey::AddOffsetsToTxn => Some(&ADD_OFFSETS_TO_TXN_REQUEST),
+        ApiKey::EndTxn => Some(&END_TXN_REQUEST),
+        ApiKey::DescribeTransactions => Some(&DESCRIBE_TRANSACTIONS_REQUEST),
+        ApiKey::ConsumerGroupHeartbeat => Some(&CONSUMER_GROUP_HEARTBEAT_REQUEST),
+        ApiKey::ConsumerGroupDescribe => Some(&CONSUMER_GROUP_DESCRIBE_REQUEST),
+        ApiKey::ShareGroupHeartbeat => Some(&SHARE_GROUP_HEARTBEAT_REQUEST),
+        ApiKey::ShareGroupDescribe => Some(&SHARE_GROUP_DESCRIBE_REQUEST),
         _ => None,
     }
 }
@@ -5493,6 +6306,19 @@ pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::DescribeShareGroupOffsets => Some(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE),
         ApiKey::AlterShareGroupOffsets => Some(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE),
         ApiKey::DeleteShareGroupOffsets => Some(&DELETE_SHARE_GROUP_OFFSETS_RESPONSE),
+        ApiKey::JoinGroup => Some(&JOIN_GROUP_RESPONSE),
+        ApiKey::Heartbeat => Some(&HEARTBEAT_RESPONSE),
+        ApiKey::LeaveGroup => Some(&LEAVE_GROUP_RESPONSE),
+        ApiKey::SyncGroup => Some(&SYNC_GROUP_RESPONSE),
+        ApiKey::DescribeGroups => Some(&DESCRIBE_GROUPS_RESPONSE),
+        ApiKey::InitProducerId => Some(&INIT_PRODUCER_ID_RESPONSE),
+        ApiKey::AddOffsetsToTxn => Some(&ADD_OFFSETS_TO_TXN_RESPONSE),
+        ApiKey::EndTxn => Some(&END_TXN_RESPONSE),
+        ApiKey::DescribeTransactions => Some(&DESCRIBE_TRANSACTIONS_RESPONSE),
+        ApiKey::ConsumerGroupHeartbeat => Some(&CONSUMER_GROUP_HEARTBEAT_RESPONSE),
+        ApiKey::ConsumerGroupDescribe => Some(&CONSUMER_GROUP_DESCRIBE_RESPONSE),
+        ApiKey::ShareGroupHeartbeat => Some(&SHARE_GROUP_HEARTBEAT_RESPONSE),
+        ApiKey::ShareGroupDescribe => Some(&SHARE_GROUP_DESCRIBE_RESPONSE),
         _ => None,
     }
 }
@@ -5626,4 +6452,31 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&ALTER_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<AlterShareGroupOffsetsResponse>),
     (&DELETE_SHARE_GROUP_OFFSETS_REQUEST, super::tests::roundtrip::<DeleteShareGroupOffsetsRequest>),
     (&DELETE_SHARE_GROUP_OFFSETS_RESPONSE, super::tests::roundtrip::<DeleteShareGroupOffsetsResponse>),
+    (&FIND_COORDINATOR_REQUEST, super::tests::roundtrip::<FindCoordinatorRequest>),
+    (&JOIN_GROUP_REQUEST, super::tests::roundtrip::<JoinGroupRequest>),
+    (&JOIN_GROUP_RESPONSE, super::tests::roundtrip::<JoinGroupResponse>),
+    (&HEARTBEAT_REQUEST, super::tests::roundtrip::<HeartbeatRequest>),
+    (&HEARTBEAT_RESPONSE, super::tests::roundtrip::<HeartbeatResponse>),
+    (&LEAVE_GROUP_REQUEST, super::tests::roundtrip::<LeaveGroupRequest>),
+    (&LEAVE_GROUP_RESPONSE, super::tests::roundtrip::<LeaveGroupResponse>),
+    (&SYNC_GROUP_REQUEST, super::tests::roundtrip::<SyncGroupRequest>),
+    (&SYNC_GROUP_RESPONSE, super::tests::roundtrip::<SyncGroupResponse>),
+    (&DESCRIBE_GROUPS_REQUEST, super::tests::roundtrip::<DescribeGroupsRequest>),
+    (&DESCRIBE_GROUPS_RESPONSE, super::tests::roundtrip::<DescribeGroupsResponse>),
+    (&INIT_PRODUCER_ID_REQUEST, super::tests::roundtrip::<InitProducerIdRequest>),
+    (&INIT_PRODUCER_ID_RESPONSE, super::tests::roundtrip::<InitProducerIdResponse>),
+    (&ADD_OFFSETS_TO_TXN_REQUEST, super::tests::roundtrip::<AddOffsetsToTxnRequest>),
+    (&ADD_OFFSETS_TO_TXN_RESPONSE, super::tests::roundtrip::<AddOffsetsToTxnResponse>),
+    (&END_TXN_REQUEST, super::tests::roundtrip::<EndTxnRequest>),
+    (&END_TXN_RESPONSE, super::tests::roundtrip::<EndTxnResponse>),
+    (&DESCRIBE_TRANSACTIONS_REQUEST, super::tests::roundtrip::<DescribeTransactionsRequest>),
+    (&DESCRIBE_TRANSACTIONS_RESPONSE, super::tests::roundtrip::<DescribeTransactionsResponse>),
+    (&CONSUMER_GROUP_HEARTBEAT_REQUEST, super::tests::roundtrip::<ConsumerGroupHeartbeatRequest>),
+    (&CONSUMER_GROUP_HEARTBEAT_RESPONSE, super::tests::roundtrip::<ConsumerGroupHeartbeatResponse>),
+    (&CONSUMER_GROUP_DESCRIBE_REQUEST, super::tests::roundtrip::<ConsumerGroupDescribeRequest>),
+    (&CONSUMER_GROUP_DESCRIBE_RESPONSE, super::tests::roundtrip::<ConsumerGroupDescribeResponse>),
+    (&SHARE_GROUP_HEARTBEAT_REQUEST, super::tests::roundtrip::<ShareGroupHeartbeatRequest>),
+    (&SHARE_GROUP_HEARTBEAT_RESPONSE, super::tests::roundtrip::<ShareGroupHeartbeatResponse>),
+    (&SHARE_GROUP_DESCRIBE_REQUEST, super::tests::roundtrip::<ShareGroupDescribeRequest>),
+    (&SHARE_GROUP_DESCRIBE_RESPONSE, super::tests::roundtrip::<ShareGroupDescribeResponse>),
 ];

@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-use super::arbitrary::{Entropy, message};
+use super::arbitrary::{Seeded as Rng, message};
 use super::check;
 use super::schemas::ALL;
 
@@ -22,18 +22,6 @@ pub(super) fn roundtrip<T: Decodable + Encodable>(
     let mut out = BytesMut::new();
     value.encode(&mut out, version).map_err(|e| e.to_string())?;
     Ok((bytes.len() - buf.len(), out.to_vec()))
-}
-
-/// xorshift64*: deterministic, so a failure names its seed.
-struct Rng(u64);
-
-impl Entropy for Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
 }
 
 #[test]

@@ -6,10 +6,11 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use sluice_config::policy::{self, Client, Decision, Operation};
+use sluice_config::policy::{self, Client, Decision, Operation, ResourceKind};
 use sluice_kafka::cluster::{CLUSTER_RESOURCE, refuse_cluster};
 use sluice_kafka::frame::{FrameError, RequestHeader};
 use sluice_kafka::policy::{Policed, TopicIds, police};
+use sluice_kafka::resources;
 
 use crate::audit::Names;
 
@@ -49,14 +50,38 @@ impl TopicPolicy {
     /// `None` for APIs that name no topics and do nothing to the cluster,
     /// and for operations the policy allows on every topic (and, for the
     /// configs APIs, on the cluster) to every client (they cost nothing).
+    /// A request naming groups or transactional ids the policy judges is
+    /// looked at too, as the operation it does to the first of them.
     pub(crate) fn polices(&self, api_key: i16) -> Option<Operation> {
-        let op = policy::operation_of(api_key)?;
+        let named = || self.named_operation(api_key);
+        let Some(op) = self.topic_operation(api_key) else {
+            return named();
+        };
         let open = |op: Operation| {
             let at = Operation::EVERY.iter().position(|o| *o == op);
             at.is_some_and(|at| self.open[at])
         };
         let others = op.on_other_resources();
-        (!open(op) || others.is_some_and(|o| !open(o))).then_some(op)
+        (!open(op) || others.is_some_and(|o| !open(o)))
+            .then_some(op)
+            .or_else(named)
+    }
+
+    /// The operation `api_key` does to topics (or the cluster), if any. A
+    /// policy that judges groups judges DeleteGroups per group, not as the
+    /// cluster operation.
+    fn topic_operation(&self, api_key: i16) -> Option<Operation> {
+        let op = policy::operation_of(api_key)?;
+        let per_group = op == Operation::DeleteGroups && self.policy.judges(ResourceKind::Group);
+        (!per_group).then_some(op)
+    }
+
+    /// The operation `api_key` does to the first kind of resource it names
+    /// that the policy judges.
+    fn named_operation(&self, api_key: i16) -> Option<Operation> {
+        (ResourceKind::EVERY.into_iter())
+            .filter(|kind| self.policy.judges(*kind))
+            .find_map(|kind| policy::resource_operation(api_key, kind))
     }
 
     /// Whether `client` may do `op` on every topic (and, for the configs
@@ -81,6 +106,13 @@ impl TopicPolicy {
         denials: &mut Denials,
     ) -> Result<Policed, FrameError> {
         let (frame, header) = request;
+        if let Some(refused) = self.police_named(request, client, denials)? {
+            return Ok(refused);
+        }
+        // What names groups and no topic has been judged.
+        let Some(op) = self.topic_operation(header.api_key).map(|_| op) else {
+            return Ok(Policed::Forward);
+        };
         // An administrative request is judged even where it is open to
         // the client: the audit names what it does.
         if self.open_for(op, client) && !op.audited() {
@@ -98,6 +130,45 @@ impl TopicPolicy {
             let (judged, decision) = self.judge(op, topic, client);
             denials.note_named(judged, decision, topic)
         })
+    }
+
+    /// Judges the groups and transactional ids a request names, where the
+    /// policy judges them: `None` when every one is allowed (the topics
+    /// are judged next), else the whole request is refused with the error
+    /// of the kind refused (a transactional id's first: Kafka judges it
+    /// first).
+    fn police_named(
+        &self,
+        (frame, header): (&Bytes, &RequestHeader),
+        client: Client<'_>,
+        denials: &mut Denials,
+    ) -> Result<Option<Policed>, FrameError> {
+        let api = header.api_key;
+        if self.named_operation(api).is_none() {
+            return Ok(None);
+        }
+        let mut refused: Option<ResourceKind> = None;
+        let mut denied = 0;
+        for (kind, name) in resources::named(frame, header)? {
+            let Some(op) = policy::resource_operation(api, kind) else {
+                continue;
+            };
+            if !self.policy.judges(kind) {
+                continue;
+            }
+            let decision = self.policy.decide_named(op, kind, &name, client);
+            if !denials.note_named(op, decision, &format!("{}{name}", kind.prefix())) {
+                denied += 1;
+                if refused != Some(ResourceKind::TransactionalId) {
+                    refused = Some(kind);
+                }
+            }
+        }
+        let Some(kind) = refused else {
+            return Ok(None);
+        };
+        let frame = resources::refuse_named(frame, header, kind)?;
+        Ok(Some(Policed::Answer { frame, denied }))
     }
 
     /// Whether `other` surely decides `op` as this one does, on every topic

@@ -53,6 +53,7 @@ mod faults;
 mod filters_live;
 mod fleet;
 mod gateway;
+mod groups;
 mod holes_cluster;
 mod holes_policy;
 mod holes_protocol;

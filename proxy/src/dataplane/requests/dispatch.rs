@@ -109,7 +109,9 @@ where
         match verdict {
             Verdict::Forward if reset => Box::pin(self.reset_session(request)).await,
             Verdict::Forward => match policed {
-                Some((policy, Operation::Produce)) => Box::pin(self.produce(request, policy)).await,
+                Some((policy, Operation::Produce)) if request.header.api_key == PRODUCE => {
+                    Box::pin(self.produce(request, policy)).await
+                }
                 Some((policy, Operation::Consume)) if fetch => {
                     Box::pin(self.fetch(request, policy)).await
                 }
@@ -123,6 +125,10 @@ where
         }
     }
 }
+
+/// Produce's API key: a Produce request under a policy streams where it
+/// can (other APIs of the produce operation, on transactional ids, do not).
+const PRODUCE: i16 = 0;
 
 /// The policy that judges a request of `api_key`, and as which operation:
 /// the cluster's, where it looks at that API; and for an administrative

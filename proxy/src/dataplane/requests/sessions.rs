@@ -200,7 +200,7 @@ mod tests {
             operations: [op].into_iter().collect(),
             topics: vec![Pattern::new(topic)],
             client_ids: None,
-            principals: None,
+            ..Rule::default()
         };
         Arc::new(TopicPolicy::new(sluice_config::policy::TopicPolicy {
             combine: Combine::First,

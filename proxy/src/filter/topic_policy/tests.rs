@@ -11,7 +11,7 @@ fn rule(effect: Effect, ops: &[Operation], topic: &str, ids: Option<&str>) -> Ru
         operations: ops.iter().copied().collect(),
         topics: vec![Pattern::new(topic)],
         client_ids: ids.map(|i| vec![Pattern::new(i)]),
-        principals: None,
+        ..Rule::default()
     }
 }
 
@@ -206,4 +206,61 @@ fn a_refused_cluster_operation_is_answered_and_counted_as_itself() {
         .unwrap();
     assert!(matches!(policed, Policed::Forward), "{policed:?}");
     assert!(denials.by_rule(op, 0).is_empty());
+}
+
+/// Team A's groups, by principal: joins and deletes of them by anyone else
+/// are refused whole; a policy with no rule on groups never looks.
+#[test]
+fn groups_are_judged_per_principal_where_rules_name_them() {
+    use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, GroupId, JoinGroupRequest};
+    use kafka_protocol::protocol::StrBytes;
+
+    let team_a = Rule {
+        groups: vec![Pattern::new("a.*")],
+        principals: Some(vec![Pattern::new("alice")]),
+        ..rule(
+            Effect::Allow,
+            &[Operation::Consume, Operation::Delete],
+            "a.*",
+            None,
+        )
+    };
+    let p = topics_only(vec![team_a]);
+    assert_eq!(p.polices(11), Some(Operation::Consume), "JoinGroup");
+    assert_eq!(p.polices(42), Some(Operation::Delete), "per group");
+    assert_eq!(topics_only(Vec::new()).polices(11), None, "no group rules");
+
+    let mut join = JoinGroupRequest::default();
+    join.group_id = GroupId(StrBytes::from_static_str("a.readers"));
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![GroupId(StrBytes::from_static_str("a.readers"))];
+    let frames = [
+        (
+            Operation::Consume,
+            sluice_kafka::encode::request(ApiKey::JoinGroup, 6, 5, "x", &join),
+        ),
+        (
+            Operation::Delete,
+            sluice_kafka::encode::request(ApiKey::DeleteGroups, 2, 5, "x", &delete),
+        ),
+    ];
+    let ids = TopicIds::default();
+    for (op, frame) in frames {
+        let frame = frame.unwrap();
+        let header = sluice_kafka::frame::request_header(&frame).unwrap();
+        let who = |principal| Client {
+            id: "alice",
+            principal: Some(principal),
+        };
+        let mut denials = Denials::default();
+        let alice = p.police((&frame, &header), &ids, op, who("alice"), &mut denials);
+        assert!(matches!(alice.unwrap(), Policed::Forward), "{op:?}");
+        let mut denials = Denials::default();
+        let bob = p.police((&frame, &header), &ids, op, who("bob"), &mut denials);
+        assert!(
+            matches!(bob.unwrap(), Policed::Answer { denied: 1, .. }),
+            "{op:?}"
+        );
+        assert_eq!(denials.denied.written(), "group:a.readers");
+    }
 }
