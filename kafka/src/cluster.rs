@@ -14,7 +14,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::RequestHeader as KHeader;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 
 use super::codec::{encode, with_header};
 use super::frame::{FrameError, RequestHeader};
@@ -25,21 +25,15 @@ mod entries;
 /// ACLs refuse an operation on the cluster; clients do not retry it.
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 
-/// Kafka's GROUP_AUTHORIZATION_FAILED: what a broker answers for a group
-/// its ACLs refuse (DeleteGroups).
-pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub use super::resources::GROUP_AUTHORIZATION_FAILED;
 
 /// The name a configs request's non-topic resource (BROKER, BROKER_LOGGER,
 /// ...) is judged by: no topic has it ('(' is not a topic character).
 pub const CLUSTER_RESOURCE: &str = "(cluster)";
 
-/// The message of every refusal, where the response has a place for one.
-const MESSAGE: &str = "denied by the proxy's topic-policy";
-
-/// [`MESSAGE`], where a response has a place for it.
-pub(crate) fn message() -> Option<StrBytes> {
-    Some(StrBytes::from_static_str(MESSAGE))
-}
+#[cfg(test)]
+use super::resources::MESSAGE;
+pub(crate) use super::resources::message;
 
 /// Decodes a request body (at a version) and encodes its refusal.
 type Refuse = fn(&mut Bytes, i16) -> Result<BytesMut, String>;

@@ -12,7 +12,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::RequestHeader as KHeader;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::Decodable;
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_config::policy::ResourceKind;
 
 use super::codec::{decode, encode, with_header};
@@ -22,10 +22,20 @@ mod answers;
 
 pub(crate) use answers::delete_groups as refuse_delete_groups;
 
-pub use super::cluster::GROUP_AUTHORIZATION_FAILED;
+/// Kafka's GROUP_AUTHORIZATION_FAILED: what a broker answers for a group
+/// its ACLs refuse.
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 
 /// Kafka's TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+
+/// The message of every refusal, where the response has a place for one.
+pub(crate) const MESSAGE: &str = "denied by the proxy's topic-policy";
+
+/// [`MESSAGE`], where a response has a place for it.
+pub(crate) fn message() -> Option<StrBytes> {
+    Some(StrBytes::from_static_str(MESSAGE))
+}
 
 /// The groups and transactional ids of one request, in its order.
 pub type Named = Vec<(ResourceKind, String)>;

@@ -6,7 +6,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 
 use super::super::codec::{decode, encode};
-use super::{Named, Names, Refuse, g, t};
+use super::{Named, Names, Refuse, g, message, t};
 
 /// OffsetFetch names one group up to v7, a list of them from v8.
 const OFFSET_FETCH_GROUPS: i16 = 8;
@@ -161,7 +161,7 @@ fn find_coordinator(buf: &mut Bytes, version: i16, code: i16) -> Result<BytesMut
         out.node_id = BrokerId(-1);
         out.port = -1;
         out.error_code = code;
-        out.error_message = super::super::cluster::message();
+        out.error_message = message();
         return encode(&out, version).or_else(|_| {
             out.error_message = None;
             encode(&out, version)
@@ -174,7 +174,7 @@ fn find_coordinator(buf: &mut Bytes, version: i16, code: i16) -> Result<BytesMut
             each.node_id = BrokerId(-1);
             each.port = -1;
             each.error_code = code;
-            each.error_message = super::super::cluster::message();
+            each.error_message = message();
             each
         })
         .collect();
@@ -315,7 +315,7 @@ macro_rules! described {
                     let mut each = $module::DescribedGroup::default();
                     each.group_id = group_id;
                     each.error_code = code;
-                    each.error_message = super::super::cluster::message();
+                    each.error_message = message();
                     each.authorized_operations = i32::MIN;
                     each
                 })
@@ -355,7 +355,7 @@ fn share_offsets(buf: &mut Bytes, version: i16, code: i16) -> Result<BytesMut, S
             let mut each = DescribeShareGroupOffsetsResponseGroup::default();
             each.group_id = asked.group_id;
             each.error_code = code;
-            each.error_message = super::super::cluster::message();
+            each.error_message = message();
             each
         })
         .collect();
