@@ -159,7 +159,7 @@ impl FileRef {
     }
 
     /// A file named but not read ([`PathsOnly`]).
-    pub(crate) fn unread(path: &str) -> Self {
+    pub fn unread(path: &str) -> Self {
         FileRef {
             path: path.to_owned(),
             digest: "unread".to_owned(),

@@ -15,8 +15,12 @@
 //!         principal: "$1"
 //!         case: lower
 //!   sasl:                              # or: the proxy terminates SASL
-//!     mechanisms: [SCRAM-SHA-512]      # SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN: gateway TLS only)
+//!     mechanisms: [SCRAM-SHA-512, OAUTHBEARER] # SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (gateway TLS only), OAUTHBEARER
 //!     credentialsFile: users.scram     # salted keys (`sluice-proxy scram-credential`)
+//!     oauthBearer:                     # JWTs verified against a key set
+//!       jwksFile: jwks.json
+//!       issuer: https://idp.example
+//!       audience: kafka
 //!   required: true                     # a client without a principal is refused
 //! ```
 //!
@@ -31,9 +35,13 @@ use std::fmt;
 
 use regex::Regex;
 
+pub mod jwks;
+mod oauth;
 mod read;
 pub mod scram_file;
 
+pub use jwks::{Jwk, Jwks, JwsAlgorithm, PublicKey};
+pub use oauth::{DEFAULT_CLAIM, OAuthBearer};
 pub(crate) use read::{GatewayTls, authentication};
 pub use scram_file::{ScramKeys, ScramUsers};
 
@@ -53,11 +61,19 @@ pub struct Authentication {
     /// Principals from SASL, which the proxy terminates.
     pub sasl: Option<SaslTermination>,
     /// Principals from SASL, which the broker checks and the proxy reads
-    /// (`saslInspection: {}`): the user a client authenticated as, once
-    /// the broker says it succeeded.
-    pub sasl_inspection: bool,
+    /// (`saslInspection`): the user a client authenticated as, once the
+    /// broker says it succeeded.
+    pub sasl_inspection: Option<SaslInspection>,
     /// Whether a client without a principal is refused.
     pub required: bool,
+}
+
+/// `authentication.saslInspection`: what the proxy reads of a login the
+/// broker checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslInspection {
+    /// The claim of an OAUTHBEARER token that is the principal.
+    pub principal_claim: String,
 }
 
 /// `authentication.sasl`: the proxy authenticates clients itself
@@ -68,10 +84,13 @@ pub struct Authentication {
 pub struct SaslTermination {
     /// The mechanisms offered, in the configuration's order.
     pub mechanisms: Vec<SaslMechanism>,
-    /// The credentials file (its digest: a new content is a change).
-    pub credentials_file: FileRef,
-    /// What it holds; `None` when files were not read.
+    /// The credentials file (its digest: a new content is a change), for
+    /// PLAIN and SCRAM.
+    pub credentials_file: Option<FileRef>,
+    /// What it holds; `None` when files were not read (or there is none).
     pub users: Loaded<Option<ScramUsers>>,
+    /// How OAUTHBEARER tokens are verified, when it is offered.
+    pub oauth_bearer: Option<OAuthBearer>,
     /// How long an authentication holds (KIP-368): reported to the client,
     /// which re-authenticates before it ends; a connection that does not is
     /// closed. `None`: it holds for the connection's life.

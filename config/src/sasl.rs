@@ -66,10 +66,10 @@ pub(crate) fn upstream_sasl(
 
 fn mechanism(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<SaslMechanism> {
     let name = string(cx, node, path)?;
-    if let Some(m) = SaslMechanism::ALL.iter().find(|m| m.as_str() == name) {
+    if let Some(m) = SaslMechanism::PASSWORDS.iter().find(|m| m.as_str() == name) {
         return Some(*m);
     }
-    let known = SaslMechanism::ALL.map(SaslMechanism::as_str);
+    let known = SaslMechanism::PASSWORDS.map(SaslMechanism::as_str);
     let message = match suggest(name, &known) {
         Some(close) => {
             format!("{name:?} is not a SASL mechanism the proxy supports, did you mean {close:?}?")

@@ -229,6 +229,28 @@ pub(crate) fn read_file(
     }
 }
 
+/// Reads a text file and parses it with `parse` (an error is reported at
+/// the file's key, naming the file); the content is `None` where files
+/// are not read.
+pub(crate) fn read_parsed<T>(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+    parse: fn(&str) -> Result<T, String>,
+) -> Option<(FileRef, Option<T>)> {
+    let (file, bytes) = read_file(cx, node, path)?;
+    let Some(bytes) = bytes else {
+        return Some((file, None));
+    };
+    let read = std::str::from_utf8(&bytes)
+        .map_err(|_| "not UTF-8 text".to_owned())
+        .and_then(parse);
+    match read {
+        Ok(value) => Some((file, Some(value))),
+        Err(why) => cx.fail(path, node.mark, format_args!("{:?}: {why}", file.path)),
+    }
+}
+
 fn certificates(
     cx: &mut Cx<'_>,
     node: &Node,

@@ -44,6 +44,7 @@ pub(crate) mod live;
 mod lookup;
 mod merged;
 mod metered;
+mod oauth;
 mod own;
 mod patience;
 mod pool;

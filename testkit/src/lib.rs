@@ -9,6 +9,7 @@
 //! - [`corpus`]: the configuration fixtures (`tests/fixtures/config`)
 //! - [`config`]: configurations the watcher tests reload, and their version
 //! - [`http`]: a tiny HTTP client for the admin API and metrics
+//! - [`jwt`]: a bearer-token issuer: its key set and signed JWTs
 //! - [`logs`]: log lines captured while a test runs
 //! - [`volume`]: a ConfigMap or Secret volume written the way kubelet writes it
 //! - [`proxy`]: a `sluice-proxy run` process
@@ -22,6 +23,7 @@ pub mod certs;
 pub mod config;
 pub mod corpus;
 pub mod http;
+pub mod jwt;
 pub mod logs;
 pub mod netns;
 pub mod ports;

@@ -43,6 +43,20 @@ pub const BY_PRINCIPAL: &str = "    filters:
             - { allow: [describe], topics: [\"*\"] }
 ";
 
+/// Asserts what [`BY_PRINCIPAL`] gives: alice's `sasl_client.py` report
+/// (`alice`) wrote `orders` and not `audit`, bob's (`bob`) the reverse.
+pub fn assert_rights_by_principal(
+    alice: &serde_json::Value,
+    bob: &serde_json::Value,
+    context: &str,
+) {
+    let wrote = |seen: &serde_json::Value, topic: &str| seen["delivered"][topic]["ok"] == true;
+    assert!(wrote(alice, "orders"), "alice, {context}: {alice}");
+    assert!(!wrote(alice, "audit"), "alice, {context}: {alice}");
+    assert!(wrote(bob, "audit"), "bob, {context}: {bob}");
+    assert!(!wrote(bob, "orders"), "bob, {context}: {bob}");
+}
+
 /// A proxy configuration (admin API included) of one cluster, `name`, on
 /// ports `base` and `base + 1`, in front of the tansu at `upstream`, its
 /// broker listed in `upstream.nodes` (so the proxy makes no lookup of its

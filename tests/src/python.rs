@@ -39,6 +39,25 @@ pub fn run_json(script: &str, args: &[&str], timeout: Duration) -> serde_json::V
     run_json_command(cmd, timeout)
 }
 
+/// `sasl_client.py` at `bootstrap`: logs in with `login` (mechanism, user,
+/// password; for OAUTHBEARER the password is the token) through `library`
+/// (`librdkafka` or `kafka-python`), then produces one message to `orders`
+/// and one to `audit`; what it printed.
+pub fn sasl_client(bootstrap: &str, login: [&str; 3], library: &str) -> serde_json::Value {
+    let [mechanism, user, password] = login;
+    let args = [
+        bootstrap,
+        mechanism,
+        user,
+        password,
+        "orders",
+        "audit",
+        "--library",
+        library,
+    ];
+    run_json("sasl_client.py", &args, Duration::from_secs(90))
+}
+
 /// Runs a client command (its script and arguments given) to its end, at
 /// most `timeout`, and parses the last line it printed as JSON.
 pub fn run_json_command(mut cmd: Command, timeout: Duration) -> serde_json::Value {

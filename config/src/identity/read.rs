@@ -3,16 +3,24 @@
 
 use std::sync::Arc;
 
+use super::oauth::{DEFAULT_CLAIM, oauth_bearer};
 use super::{
-    Authentication, Case, MtlsPrincipals, NameSource, PrincipalRule, SaslTermination, ScramUsers,
+    Authentication, Case, MtlsPrincipals, NameSource, PrincipalRule, SaslInspection,
+    SaslTermination, ScramUsers,
 };
 use crate::read::{Cx, Fields, boolean, index, list, string, suggest};
-use crate::tls::{Loaded, read_file};
+use crate::tls::{Loaded, read_parsed};
 use crate::types::SaslMechanism;
 use crate::yaml::Node;
 
 const AUTHENTICATION_KEYS: &[&str] = &["mtls", "sasl", "saslInspection", "required"];
-const SASL_KEYS: &[&str] = &["mechanisms", "credentialsFile", "sessionLifetime"];
+const SASL_KEYS: &[&str] = &[
+    "mechanisms",
+    "credentialsFile",
+    "oauthBearer",
+    "sessionLifetime",
+];
+const INSPECTION_KEYS: &[&str] = &["principalClaim"];
 /// The shortest `sessionLifetime`: clients re-authenticate some time before
 /// it ends.
 const MIN_SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10);
@@ -51,9 +59,7 @@ pub(crate) fn authentication(
     let sasl = f.optional(cx, "sasl", |cx, node, path| {
         sasl(cx, node, path, gateway.tls)
     });
-    let inspection = f.optional(cx, "saslInspection", |cx, node, path| {
-        Fields::of(cx, node, path, &[]).map(|_| ())
-    });
+    let inspection = f.optional(cx, "saslInspection", inspection);
     let required = f.optional(cx, "required", boolean);
     if (mtls.is_none() && f.has("mtls"))
         || (sasl.is_none() && f.has("sasl"))
@@ -85,7 +91,7 @@ pub(crate) fn authentication(
     Some(Authentication {
         mtls,
         sasl,
-        sasl_inspection: inspection.is_some(),
+        sasl_inspection: inspection,
         required: required.unwrap_or(false),
     })
 }
@@ -96,48 +102,17 @@ pub(crate) fn authentication(
 fn sasl(cx: &mut Cx<'_>, node: &Node, path: &str, tls: bool) -> Option<SaslTermination> {
     let f = Fields::of(cx, node, path, SASL_KEYS)?;
     let mechanisms = f.required(cx, "mechanisms", |cx, node, path| {
-        let items = list(cx, node, path)?;
-        if items.is_empty() {
-            return cx.fail(path, node.mark, "must list at least one mechanism");
-        }
-        let mut out: Vec<SaslMechanism> = Vec::new();
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            let at = index(path, i);
-            let names = SaslMechanism::ALL.map(SaslMechanism::as_str);
-            let Some(word) = one_of(cx, item, &at, &names) else {
-                ok = false;
-                continue;
-            };
-            let m = SaslMechanism::ALL.into_iter().find(|m| m.as_str() == word)?;
-            if out.contains(&m) {
-                cx.error(&at, item.mark, format_args!("{m} is listed twice"));
-                ok = false;
-            } else if m == SaslMechanism::Plain && !tls {
-                cx.error(
-                    &at,
-                    item.mark,
-                    "PLAIN sends the password in clear text: it needs gateway.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)",
-                );
-                ok = false;
-            }
-            out.push(m);
-        }
-        ok.then_some(out)
+        mechanisms(cx, node, path, tls)
     });
-    let credentials = f.required(cx, "credentialsFile", |cx, node, path| {
-        let (file, bytes) = read_file(cx, node, path)?;
-        let Some(bytes) = bytes else {
-            return Some((file, None));
-        };
-        let read = std::str::from_utf8(&bytes)
-            .map_err(|_| "not UTF-8 text".to_owned())
-            .and_then(ScramUsers::parse);
-        match read {
-            Ok(users) => Some((file, Some(users))),
-            Err(why) => cx.fail(path, node.mark, format_args!("{:?}: {why}", file.path)),
-        }
+    let credentials = f.optional(cx, "credentialsFile", |cx, node, path| {
+        read_parsed(cx, node, path, ScramUsers::parse)
     });
+    let oauth = f.optional(cx, "oauthBearer", oauth_bearer);
+    if (credentials.is_none() && f.has("credentialsFile"))
+        || (oauth.is_none() && f.has("oauthBearer"))
+    {
+        return None;
+    }
     let lifetime = f.optional(cx, "sessionLifetime", |cx, node, path| {
         let text = string(cx, node, path)?;
         let d = cx.ok(path, node.mark, crate::types::parse_duration(text))?;
@@ -153,12 +128,88 @@ fn sasl(cx: &mut Cx<'_>, node: &Node, path: &str, tls: bool) -> Option<SaslTermi
     if lifetime.is_none() && f.has("sessionLifetime") {
         return None;
     }
-    let (credentials_file, users) = credentials?;
+    let mechanisms = mechanisms?;
+    // Each kind of mechanism listed has what it checks against, and
+    // nothing is given for one that is not listed.
+    let passwords = mechanisms.iter().any(|m| m.uses_password());
+    let bearer = mechanisms.contains(&SaslMechanism::OAuthBearer);
+    let needs = [
+        (
+            passwords,
+            credentials.is_some(),
+            "credentialsFile",
+            "PLAIN or SCRAM",
+        ),
+        (bearer, oauth.is_some(), "oauthBearer", "OAUTHBEARER"),
+    ];
+    for (listed, given, key, what) in needs {
+        let message = match (listed, given) {
+            (true, false) => format!("{what} is offered: {key} is required"),
+            (false, true) => format!("{what} is not in mechanisms: {key} is never used"),
+            _ => continue,
+        };
+        return cx.fail(&format!("{path}.{key}"), f.mark(), message);
+    }
+    let (credentials_file, users) = credentials.map_or((None, None), |(f, u)| (Some(f), u));
     Some(SaslTermination {
-        mechanisms: mechanisms?,
+        mechanisms,
         credentials_file,
         users: Loaded(Arc::new(users)),
+        oauth_bearer: oauth,
         session_lifetime: lifetime,
+    })
+}
+
+/// `sasl.mechanisms`: known ones, none twice, PLAIN only where clients
+/// speak TLS (`tls`).
+fn mechanisms(cx: &mut Cx<'_>, node: &Node, path: &str, tls: bool) -> Option<Vec<SaslMechanism>> {
+    let items = list(cx, node, path)?;
+    if items.is_empty() {
+        return cx.fail(path, node.mark, "must list at least one mechanism");
+    }
+    let mut out: Vec<SaslMechanism> = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let at = index(path, i);
+        let names = SaslMechanism::ALL.map(SaslMechanism::as_str);
+        let Some(word) = one_of(cx, item, &at, &names) else {
+            ok = false;
+            continue;
+        };
+        let m = SaslMechanism::ALL
+            .into_iter()
+            .find(|m| m.as_str() == word)?;
+        if out.contains(&m) {
+            cx.error(&at, item.mark, format_args!("{m} is listed twice"));
+            ok = false;
+        } else if m == SaslMechanism::Plain && !tls {
+            cx.error(
+                &at,
+                item.mark,
+                "PLAIN sends the password in clear text: it needs gateway.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)",
+            );
+            ok = false;
+        }
+        out.push(m);
+    }
+    ok.then_some(out)
+}
+
+/// `authentication.saslInspection`.
+fn inspection(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<SaslInspection> {
+    let f = Fields::of(cx, node, path, INSPECTION_KEYS)?;
+    let claim = f.optional(cx, "principalClaim", |cx, node, path| {
+        let text = string(cx, node, path)?;
+        if text.is_empty() {
+            return cx.fail(path, node.mark, "must not be empty");
+        }
+        Some(text.to_owned())
+    });
+    if claim.is_none() && f.has("principalClaim") {
+        return None;
+    }
+    Some(SaslInspection {
+        principal_claim: claim.unwrap_or_else(|| DEFAULT_CLAIM.to_owned()),
     })
 }
 

@@ -66,7 +66,7 @@ impl ScramUsers {
 
     /// Whether `user` has keys for any mechanism.
     pub fn knows(&self, user: &str) -> bool {
-        SaslMechanism::ALL
+        SaslMechanism::PASSWORDS
             .iter()
             .any(|m| self.0.contains_key(&(user.to_owned(), *m)))
     }
@@ -118,7 +118,10 @@ fn entry(line: &str) -> Result<(String, SaslMechanism, ScramKeys), String> {
             "expected: USER MECHANISM iterations=N salt=… stored-key=… server-key=…".into(),
         );
     };
-    let mechanism = match SaslMechanism::ALL.iter().find(|m| m.as_str() == mechanism) {
+    let mechanism = match SaslMechanism::PASSWORDS
+        .iter()
+        .find(|m| m.as_str() == mechanism)
+    {
         Some(m) if *m != SaslMechanism::Plain => *m,
         _ => {
             return Err(format!(

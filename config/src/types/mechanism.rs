@@ -13,15 +13,32 @@ pub enum SaslMechanism {
     ScramSha256,
     /// SCRAM with SHA-512, as Kafka names it.
     ScramSha512,
+    /// RFC 7628: a bearer token (a JWT), which the proxy verifies when it
+    /// terminates SASL; never one the proxy uses upstream.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
     /// Every mechanism, by the name Kafka (and the configuration) uses.
-    pub const ALL: [SaslMechanism; 3] = [
+    pub const ALL: [SaslMechanism; 4] = [
+        SaslMechanism::Plain,
+        SaslMechanism::ScramSha256,
+        SaslMechanism::ScramSha512,
+        SaslMechanism::OAuthBearer,
+    ];
+
+    /// The mechanisms of a user and a password: what a credentials file
+    /// holds and what the proxy itself uses upstream.
+    pub const PASSWORDS: [SaslMechanism; 3] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
     ];
+
+    /// Whether it proves a user by a password (PLAIN, SCRAM).
+    pub fn uses_password(self) -> bool {
+        SaslMechanism::PASSWORDS.contains(&self)
+    }
 
     /// The name Kafka's SaslHandshake uses.
     pub fn as_str(self) -> &'static str {
@@ -29,6 +46,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }

@@ -66,7 +66,7 @@ fn lines(args: &ScramArgs, input: &mut dyn BufRead) -> Result<Vec<String>, Strin
     }
     let mut mechanisms = Vec::new();
     for name in &args.mechanisms {
-        match SaslMechanism::ALL.iter().find(|m| m.as_str() == name) {
+        match SaslMechanism::PASSWORDS.iter().find(|m| m.as_str() == name) {
             Some(m) if *m != SaslMechanism::Plain => mechanisms.push(*m),
             _ => return Err(format!("{name:?} is not SCRAM-SHA-256 or SCRAM-SHA-512")),
         }

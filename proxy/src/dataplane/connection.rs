@@ -147,20 +147,25 @@ async fn run(
     // then speaks to the upstream as itself (`upstream.sasl`, if any).
     let terminated = auth.and_then(|a| a.sasl.as_ref());
     let mut client = client;
+    // When the session ends (KIP-368), counted from the authentication.
+    let mut session = None;
     if let Some(sasl) = terminated {
         let proved = match &mut client {
             Stream::Plain(tcp) => Box::pin(terminate::authenticate(tcp, sasl, cluster, peer)).await,
             Stream::Wrapped(io) => Box::pin(terminate::authenticate(io, sasl, cluster, peer)).await,
         };
-        let _ = principal.set(proved?);
+        let (user, lifetime) = proved?;
+        let _ = principal.set(user);
+        session = Some(lifetime.map(|l| tokio::time::Instant::now() + l));
     }
-    // When the session ends (KIP-368), counted from the authentication.
-    let session =
-        terminated.map(|sasl| (sasl.session_lifetime).map(|l| tokio::time::Instant::now() + l));
     // Inspection reads who the broker authenticates, later.
-    let inspection = auth
-        .filter(|a| a.sasl_inspection)
-        .map(|a| Box::new(Inspection::new(a.required)));
+    let inspection = auth.and_then(|a| {
+        let settings = a.sasl_inspection.as_ref()?;
+        Some(Box::new(Inspection::new(
+            a.required,
+            &settings.principal_claim,
+        )))
+    });
     let mut upstream = Box::pin(connect_upstream(cluster, role)).await?;
     if terminated.is_some() {
         Box::pin(terminate::upstream_as_proxy(cluster, &mut upstream)).await?;

@@ -2,10 +2,13 @@
 //! authenticates the client, and the proxy reads who it authenticated.
 //! The client's SaslHandshake names the mechanism; its first
 //! SaslAuthenticate names the user (PLAIN's authentication id, SCRAM's
-//! `n=` in the client-first message). The user becomes the connection's
-//! principal only when the broker's answer to the exchange's last
-//! SaslAuthenticate (PLAIN's first, SCRAM's second) says it succeeded; a
-//! failure, or any other mechanism, yields none. A later exchange on the
+//! `n=` in the client-first message, an OAUTHBEARER token's principal
+//! claim, `sub` unless `principalClaim` says another). The user becomes
+//! the connection's principal only when the broker's answer to the
+//! exchange's last SaslAuthenticate (PLAIN's and OAUTHBEARER's first,
+//! SCRAM's second) says it succeeded (for OAUTHBEARER, with no error
+//! challenge in it: RFC 7628's failure); a failure, or any other
+//! mechanism, yields none. A later exchange on the
 //! same connection (KIP-368 re-authentication) cannot change it: a broker
 //! refuses a re-authentication as another user.
 //!
@@ -33,7 +36,12 @@ pub(super) const AUTHENTICATE: i16 = 36;
 /// request but ApiVersions and the exchange's own, before the broker
 /// accepted one, closes the connection unforwarded.
 #[derive(Debug, Default)]
-pub(super) struct Inspection(Mutex<State>, bool);
+pub(super) struct Inspection {
+    state: Mutex<State>,
+    required: bool,
+    /// The claim of an OAUTHBEARER token that names the user.
+    claim: String,
+}
 
 #[derive(Debug, Default)]
 struct State {
@@ -46,9 +54,14 @@ struct State {
 }
 
 impl Inspection {
-    /// An inspection of a cluster that requires a principal or not.
-    pub(super) fn new(required: bool) -> Self {
-        Inspection(Mutex::default(), required)
+    /// An inspection of a cluster that requires a principal or not,
+    /// reading OAUTHBEARER tokens' `claim`.
+    pub(super) fn new(required: bool, claim: &str) -> Self {
+        Inspection {
+            state: Mutex::default(),
+            required,
+            claim: claim.to_owned(),
+        }
     }
 
     /// Refuses `header` when a principal is required and `principal` is
@@ -60,7 +73,7 @@ impl Inspection {
     ) -> Result<(), super::direction::ConnError> {
         const API_VERSIONS: i16 = 18;
         let exchange = Self::reads(header) || header.api_key == API_VERSIONS;
-        if self.1 && principal.is_none() && !exchange {
+        if self.required && principal.is_none() && !exchange {
             let api = sluice_kafka::api_name(header.api_key);
             return Err(super::direction::ConnError::NotYetAuthenticated(api));
         }
@@ -95,7 +108,7 @@ impl Inspection {
         if state.sent == 0 {
             state.claimed = state
                 .mechanism
-                .and_then(|m| user_of(m, &request.auth_bytes));
+                .and_then(|m| user_of(m, &request.auth_bytes, &self.claim));
         }
         state.sent = state.sent.saturating_add(1);
     }
@@ -110,13 +123,20 @@ impl Inspection {
     ) {
         let mut state = self.lock();
         state.answered = state.answered.saturating_add(1);
-        let ok = error_code(frame, header.api_version) == Some(0);
+        let ok = match answer(frame, header.api_version) {
+            // RFC 7628: a failed token is answered with an error challenge
+            // (and the error only after the client's reply).
+            Some((0, challenge)) => {
+                !(state.mechanism == Some(SaslMechanism::OAuthBearer) && challenge)
+            }
+            _ => false,
+        };
         if !ok {
             state.claimed = None;
             return;
         }
         let last = match state.mechanism {
-            Some(SaslMechanism::Plain) => 1,
+            Some(SaslMechanism::Plain | SaslMechanism::OAuthBearer) => 1,
             Some(SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512) => 2,
             None => return,
         };
@@ -129,15 +149,15 @@ impl Inspection {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.0
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 /// The user a first SASL message names: PLAIN's authentication id, SCRAM's
-/// `n=` (unescaped).
-fn user_of(mechanism: SaslMechanism, message: &[u8]) -> Option<String> {
+/// `n=` (unescaped), an OAUTHBEARER token's `claim`.
+fn user_of(mechanism: SaslMechanism, message: &[u8], claim: &str) -> Option<String> {
     let user = match mechanism {
         SaslMechanism::Plain => {
             let mut parts = message.split(|b| *b == 0);
@@ -150,18 +170,20 @@ fn user_of(mechanism: SaslMechanism, message: &[u8]) -> Option<String> {
             let name = bare.split(',').find_map(|a| a.strip_prefix("n="))?;
             name.replace("=2C", ",").replace("=3D", "=")
         }
+        SaslMechanism::OAuthBearer => super::oauth::claim_unverified(message, claim)?,
     };
     let max = crate::config::identity::MAX_PRINCIPAL_CHARS;
     (!user.is_empty() && user.chars().count() <= max).then_some(user)
 }
 
-/// A SaslAuthenticate response's error code.
-fn error_code(frame: &Bytes, version: i16) -> Option<i16> {
+/// A SaslAuthenticate response's error code, and whether it carries bytes
+/// (a challenge).
+fn answer(frame: &Bytes, version: i16) -> Option<(i16, bool)> {
     let mut buf = frame.slice(4..);
     let api = ApiKey::SaslAuthenticate;
     ResponseHeader::decode(&mut buf, api.response_header_version(version)).ok()?;
     let response = SaslAuthenticateResponse::decode(&mut buf, version).ok()?;
-    Some(response.error_code)
+    Some((response.error_code, !response.auth_bytes.is_empty()))
 }
 
 #[cfg(test)]
@@ -226,12 +248,42 @@ mod tests {
         plain.answered(&answer(0), &au, &bob);
         assert_eq!(bob.get().map(|p| &**p), Some("bob"));
 
-        // Unknown mechanisms (OAUTHBEARER, GSSAPI) yield none.
+        // Unknown mechanisms (GSSAPI) yield none.
         let other = Inspection::default();
         let nobody = OnceLock::new();
         other.request(&handshake("GSSAPI"), &hs);
         other.request(&authenticate(b"token"), &au);
         other.answered(&answer(0), &au, &nobody);
         assert!(nobody.get().is_none());
+    }
+
+    /// OAUTHBEARER: the token's claim, once the broker answers without an
+    /// error challenge; RFC 7628's challenge (error 0, a JSON status) is a
+    /// failure.
+    #[test]
+    fn a_bearer_tokens_claim_is_the_principal_unless_the_broker_challenges_it() {
+        let (hs, au) = (header(HANDSHAKE), header(AUTHENTICATE));
+        let issuer = sluice_testkit::jwt::Issuer::new("k");
+        let claims = sluice_testkit::jwt::Issuer::claims("carol", 60);
+        let message = format!("n,,\x01auth=Bearer {}\x01\x01", issuer.token(&claims));
+        let challenge = {
+            let mut r = SaslAuthenticateResponse::default();
+            r.auth_bytes = Bytes::from_static(br#"{"status":"invalid_token"}"#);
+            sluice_kafka::encode::response(ApiKey::SaslAuthenticate, 1, 1, &r).unwrap()
+        };
+        for (answered, expected) in [(answer(0), Some("carol")), (challenge, None)] {
+            let bearer = Inspection::new(false, "sub");
+            let principal = OnceLock::new();
+            bearer.request(&handshake("OAUTHBEARER"), &hs);
+            bearer.request(&authenticate(message.as_bytes()), &au);
+            bearer.answered(&answered, &au, &principal);
+            assert_eq!(principal.get().map(|p| &**p), expected);
+        }
+        let by_email = Inspection::new(false, "email");
+        let nobody = OnceLock::new();
+        by_email.request(&handshake("OAUTHBEARER"), &hs);
+        by_email.request(&authenticate(message.as_bytes()), &au);
+        by_email.answered(&answer(0), &au, &nobody);
+        assert!(nobody.get().is_none(), "no such claim");
     }
 }

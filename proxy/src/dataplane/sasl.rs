@@ -90,6 +90,11 @@ pub(crate) async fn authenticate(
         }
         SaslMechanism::ScramSha256 => scram_exchange(io, scram::Hash::Sha256, credentials).await,
         SaslMechanism::ScramSha512 => scram_exchange(io, scram::Hash::Sha512, credentials).await,
+        // `upstream.sasl` never names it (the configuration refuses it).
+        SaslMechanism::OAuthBearer => Err(SaslError::Exchange {
+            step: "SaslAuthenticate",
+            why: "OAUTHBEARER is not a mechanism the proxy uses upstream".to_owned(),
+        }),
     };
     result.map_err(|e| sanitized(e, credentials))
 }

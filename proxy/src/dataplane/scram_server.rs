@@ -13,6 +13,7 @@ use std::num::NonZeroU32;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use ring::rand::{SecureRandom, SystemRandom};
 use ring::{digest, hmac, pbkdf2};
 
 use super::scram::{Hash, attribute};
@@ -37,6 +38,9 @@ pub(crate) enum AuthError {
     /// an authorization id other than the user).
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
+    /// A bearer token refused (OAUTHBEARER): why.
+    #[error("token refused: {0}")]
+    Token(&'static str),
 }
 
 /// What a client is told of any failed authentication (Kafka's words).
@@ -51,7 +55,7 @@ pub(crate) fn hash_of(mechanism: SaslMechanism) -> Option<Hash> {
     match mechanism {
         SaslMechanism::ScramSha256 => Some(Hash::Sha256),
         SaslMechanism::ScramSha512 => Some(Hash::Sha512),
-        SaslMechanism::Plain => None,
+        SaslMechanism::Plain | SaslMechanism::OAuthBearer => None,
     }
 }
 
@@ -279,6 +283,24 @@ fn unescape(name: &str) -> Option<String> {
     }
     out.push_str(rest);
     Some(out)
+}
+
+/// This process's secret, from which unknown users' salts are derived:
+/// random, made once.
+pub(super) fn secret() -> &'static [u8] {
+    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| {
+        let mut bytes = [0u8; 32];
+        let _ = SystemRandom::new().fill(&mut bytes);
+        bytes
+    })
+}
+
+/// The proxy's part of a SCRAM nonce: 18 random bytes, base64.
+pub(super) fn nonce() -> String {
+    let mut bytes = [0u8; 18];
+    let _ = SystemRandom::new().fill(&mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]

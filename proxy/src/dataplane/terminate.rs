@@ -12,7 +12,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -20,15 +20,15 @@ use kafka_protocol::messages::{
     SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use ring::rand::{SecureRandom, SystemRandom};
 use sluice_kafka::encode;
 use sluice_kafka::frame::{FrameError, RequestHeader, request_frame_size, request_header};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::cluster::ClusterRuntime;
 use super::direction::ConnError;
+use super::oauth;
 use super::sasl;
-use super::scram_server::{AuthError, Pending, failed, plain, scram_first};
+use super::scram_server::{AuthError, Pending, failed, nonce, plain, scram_first, secret};
 use super::stream::Stream;
 use super::upstream::UpstreamError;
 use crate::config::identity::{SaslTermination, ScramUsers};
@@ -52,13 +52,14 @@ const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
-/// Authenticates the client on `io` under `sasl`: the principal it proved.
+/// Authenticates the client on `io` under `sasl`: the principal it proved,
+/// and how long its session holds (`None`: for the connection's life).
 pub(super) async fn authenticate<S>(
     io: &mut S,
     sasl: &SaslTermination,
     cluster: &ClusterRuntime,
     peer: IpAddr,
-) -> Result<Arc<str>, ConnError>
+) -> Result<(Arc<str>, Option<Duration>), ConnError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -96,8 +97,8 @@ pub(super) struct Exchange {
 pub(super) enum Outcome {
     /// Waiting for the client's next message.
     More,
-    /// Authenticated as this user.
-    Proved(String),
+    /// Authenticated as this user, for this long (`None`: for ever).
+    Proved(String, Option<Duration>),
     /// Refused (the answer says so).
     Refused(Unauthenticated),
 }
@@ -106,12 +107,17 @@ pub(super) enum Outcome {
 enum Step {
     /// Answer and wait for the next message.
     More(Vec<u8>),
-    /// Authenticated as this user; the last message to answer.
-    Done(String, Vec<u8>),
+    /// Authenticated as this user, until a token's expiry if it had one;
+    /// the last message to answer.
+    Done(String, Vec<u8>, Option<SystemTime>),
 }
 
 impl Exchange {
-    async fn run<S>(mut self, io: &mut S, at: &At<'_>) -> Result<Arc<str>, ConnError>
+    async fn run<S>(
+        mut self,
+        io: &mut S,
+        at: &At<'_>,
+    ) -> Result<(Arc<str>, Option<Duration>), ConnError>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
@@ -129,8 +135,11 @@ impl Exchange {
             io.flush().await?;
             match outcome {
                 Outcome::More => {}
-                Outcome::Proved(user) => return Ok(Arc::from(user)),
-                Outcome::Refused(why) => return Err(ConnError::Unauthenticated(why)),
+                Outcome::Proved(user, lifetime) => return Ok((Arc::from(user), lifetime)),
+                Outcome::Refused(why) => {
+                    linger(io).await;
+                    return Err(ConnError::Unauthenticated(why));
+                }
             }
         }
         Err(exchange(format!(
@@ -222,15 +231,15 @@ impl Exchange {
                 let frame = encode::response(ApiKey::SaslAuthenticate, version, corr, &response)?;
                 Ok((frame, Outcome::More))
             }
-            Ok(Step::Done(user, bytes)) => {
+            Ok(Step::Done(user, bytes, expires)) => {
                 response.auth_bytes = Bytes::from(bytes);
                 // KIP-368: how long the session holds (v1 on); 0: for ever.
-                let lifetime = at.sasl.session_lifetime.unwrap_or_default();
+                let lifetime = oauth::session_lifetime(at.sasl.session_lifetime, expires);
                 response.session_lifetime_ms =
-                    i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX);
+                    lifetime.map_or(0, |l| i64::try_from(l.as_millis()).unwrap_or(i64::MAX));
                 let frame = encode::response(ApiKey::SaslAuthenticate, version, corr, &response)?;
                 at.cluster.auth_failures.succeeded(at.peer);
-                Ok((frame, Outcome::Proved(user)))
+                Ok((frame, Outcome::Proved(user, lifetime)))
             }
             Err((user, why)) => {
                 // Slowed, then answered alike whatever failed.
@@ -262,9 +271,16 @@ impl Exchange {
         let users = at.sasl.users.0.as_ref().as_ref().unwrap_or(&empty);
         let secret = secret();
         let unnamed = |why| (String::new(), why);
-        if mechanism == SaslMechanism::Plain {
-            let user = plain(users, message, secret).map_err(unnamed)?;
-            return Ok(Step::Done(user, Vec::new()));
+        match mechanism {
+            SaslMechanism::Plain => {
+                let user = plain(users, message, secret).map_err(unnamed)?;
+                return Ok(Step::Done(user, Vec::new(), None));
+            }
+            SaslMechanism::OAuthBearer => {
+                let (user, expires) = oauth::authenticate(at.sasl, message)?;
+                return Ok(Step::Done(user, Vec::new(), Some(expires)));
+            }
+            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {}
         }
         match self.pending.take() {
             None => {
@@ -276,7 +292,7 @@ impl Exchange {
             Some(pending) => {
                 let user = pending.user().to_owned();
                 let (last, proved) = pending.finish(message).map_err(|why| (user, why))?;
-                Ok(Step::Done(proved, last.into_bytes()))
+                Ok(Step::Done(proved, last.into_bytes(), None))
             }
         }
     }
@@ -303,6 +319,27 @@ pub(super) async fn upstream_as_proxy(
             source,
         })
     })
+}
+
+/// How long a refused client is given to read its answer and close.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Gives a refused client [`LINGER`] to read its answer and hang up first,
+/// reading (and dropping) what it still sends: a close right behind the
+/// answer can reach a client before it has read the answer (kafka-python
+/// then reports a lost connection, not the refusal), and a close with
+/// unread bytes resets the connection and loses the answer on its way.
+async fn linger<S: AsyncRead + AsyncWrite + Unpin>(io: &mut S) {
+    let drain = async {
+        let mut scratch = [0u8; 1024];
+        for _ in 0..MAX_FRAMES {
+            match io.read(&mut scratch).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 /// Reads one request frame (prefix included), of at most [`MAX_FRAME`].
@@ -334,25 +371,6 @@ pub(super) fn body<T: Decodable>(frame: &Bytes, api: ApiKey, version: i16) -> Re
     let bad = |_| ConnError::Frame(FrameError::BadHeader("SASL request"));
     KHeader::decode(&mut buf, api.request_header_version(version)).map_err(bad)?;
     T::decode(&mut buf, version).map_err(bad)
-}
-
-/// This process's secret, from which unknown users' salts are derived:
-/// random, made once.
-fn secret() -> &'static [u8] {
-    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
-    SECRET.get_or_init(|| {
-        let mut bytes = [0u8; 32];
-        let _ = SystemRandom::new().fill(&mut bytes);
-        bytes
-    })
-}
-
-/// The proxy's part of a SCRAM nonce: 18 random bytes, base64.
-fn nonce() -> String {
-    use base64::Engine as _;
-    let mut bytes = [0u8; 18];
-    let _ = SystemRandom::new().fill(&mut bytes);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 fn exchange(why: String) -> ConnError {

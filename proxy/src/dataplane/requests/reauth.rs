@@ -3,7 +3,7 @@
 //! SaslAuthenticate are answered by the proxy, in their turn, never
 //! forwarded (the upstream knows the proxy, not the client). The client
 //! must prove the same principal again; the session's end moves on by
-//! `sessionLifetime`. A connection whose session ends without it is closed
+//! `sessionLifetime` (no further than an OAUTHBEARER token's expiry). A connection whose session ends without it is closed
 //! at its next request, as a broker does.
 
 use std::net::IpAddr;
@@ -83,11 +83,11 @@ where
         drop(frame);
         match outcome {
             Outcome::More => {}
-            Outcome::Proved(user) if request.principal.is_some_and(|p| **p == *user) => {
-                session.expires = sasl.session_lifetime.map(|l| Instant::now() + l);
+            Outcome::Proved(user, lifetime) if request.principal.is_some_and(|p| **p == *user) => {
+                session.expires = lifetime.map(|l| Instant::now() + l);
                 tracing::debug!(principal = %user, "client re-authenticated");
             }
-            Outcome::Proved(user) => {
+            Outcome::Proved(user, _) => {
                 let why = format!("re-authenticated as {user:?}, another principal");
                 session.refused = Some(Unauthenticated::Exchange(why));
             }
