@@ -1,13 +1,14 @@
 """Produces and consumes continuously until stdin closes, then reports JSON.
 
 usage: steady.py BOOTSTRAP TOPIC GROUP [--idempotent] [--ca CA_FILE] [--verify BROKER] [--progress]
-                 [--sasl MECHANISM USER PASSWORD]
+                 [--sasl MECHANISM USER PASSWORD] [--cert CERT_FILE KEY_FILE]
 
 With --progress, it prints "PROGRESS <acked> <error_count>" every 200 ms once
 started, so that a test sees the client producing again after an outage.
 
 With --ca, both clients speak TLS and verify the server against CA_FILE.
 With --sasl, both authenticate with SASL (over TLS with --ca).
+With --cert (and --ca), both present that client certificate (mTLS).
 
 Prints "STARTED" once the first message has made the round trip, then keeps
 producing (one message every 2 ms, acks=all) and consuming with a consumer
@@ -36,6 +37,7 @@ progress = "--progress" in sys.argv
 ca = sys.argv[sys.argv.index("--ca") + 1] if "--ca" in sys.argv else None
 verify = sys.argv[sys.argv.index("--verify") + 1] if "--verify" in sys.argv else bootstrap
 sasl = sys.argv[sys.argv.index("--sasl") + 1:sys.argv.index("--sasl") + 4] if "--sasl" in sys.argv else None
+cert = sys.argv[sys.argv.index("--cert") + 1:sys.argv.index("--cert") + 3] if "--cert" in sys.argv else None
 
 
 class Counter(logging.Handler):
@@ -57,6 +59,8 @@ errors = []
 common = {"bootstrap.servers": bootstrap, "logger": log, "error_cb": lambda e: errors.append(str(e))}
 if ca:
     common.update({"security.protocol": "SSL", "ssl.ca.location": ca})
+if cert:
+    common.update({"ssl.certificate.location": cert[0], "ssl.key.location": cert[1]})
 if sasl:
     common.update({"security.protocol": "SASL_SSL" if ca else "SASL_PLAINTEXT", "sasl.mechanism": sasl[0],
                    "sasl.username": sasl[1], "sasl.password": sasl[2]})

@@ -199,6 +199,22 @@ impl Steady {
         Self::start_command(cmd)
     }
 
+    /// Starts it speaking TLS to `bootstrap`, verifying against `ca`, and
+    /// presenting the client certificate `cert` (certificate and key files).
+    pub fn start_mtls(
+        bootstrap: &str,
+        topic: &str,
+        group: &str,
+        ca: &std::path::Path,
+        cert: [&std::path::Path; 2],
+    ) -> Steady {
+        let mut cmd = command("steady.py");
+        cmd.args([bootstrap, topic, group, "--idempotent", "--ca"])
+            .arg(ca);
+        cmd.arg("--cert").args(cert);
+        Self::start_command(cmd)
+    }
+
     /// Starts it speaking TLS to `bootstrap`, verifying against `ca`.
     pub fn start_tls(bootstrap: &str, topic: &str, group: &str, ca: &std::path::Path) -> Steady {
         let mut cmd = command("steady.py");

@@ -200,7 +200,8 @@ impl ClusterRuntime {
             .tls
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let changed = tls.authentication != next.tls.authentication;
+        let changed =
+            tls.authentication != next.tls.authentication || tls.client_ca != next.tls.client_ca;
         *tls = next.tls;
         drop(tls);
         if changed {

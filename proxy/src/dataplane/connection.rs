@@ -12,6 +12,7 @@
 //! everything else streams through. A protocol error closes this connection
 //! only. How bytes are held is `buffer`'s business; how many, `budget`'s.
 
+use rustls_pki_types::CertificateDer;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +38,7 @@ use super::splice::{self, Copying, Splice};
 use super::stream::{BoxIo, Stream};
 use super::terminate;
 use super::upstream;
-use crate::config::identity::Authentication;
+use crate::config::identity::{Authentication, SaslTermination};
 
 /// How long a client's TLS handshake may take (on the SNI port, the
 /// ClientHello and the rest each).
@@ -138,26 +139,26 @@ async fn run(
 ) -> Result<(), ConnError> {
     // The handshake and the upstream connect are boxed: their state lives
     // only while they run, not in the connection's task for its whole life.
+    // The epoch the principal is found under: a change from it on is
+    // checked at the next request (revocation).
+    let epoch = cluster.auth_epoch();
     let auth = cluster.authentication();
     let auth = auth.as_deref();
     // Who the client is, when the cluster's authentication says.
     let principal: OnceLock<Arc<str>> = OnceLock::new();
-    let client = Box::pin(accept(incoming, cluster, auth, &principal)).await?;
+    // The certificate it was mapped from, checked again when the CA or
+    // the rules change (revocation).
+    let mut chain = None;
+    let client = Box::pin(accept(incoming, cluster, auth, (&principal, &mut chain))).await?;
     // A cluster that terminates SASL authenticates the client first, and
     // then speaks to the upstream as itself (`upstream.sasl`, if any).
     let terminated = auth.and_then(|a| a.sasl.as_ref());
     let mut client = client;
     // When the session ends (KIP-368), counted from the authentication.
-    let mut session = None;
-    if let Some(sasl) = terminated {
-        let proved = match &mut client {
-            Stream::Plain(tcp) => Box::pin(terminate::authenticate(tcp, sasl, cluster, peer)).await,
-            Stream::Wrapped(io) => Box::pin(terminate::authenticate(io, sasl, cluster, peer)).await,
-        };
-        let (user, lifetime) = proved?;
-        let _ = principal.set(user);
-        session = Some(lifetime.map(|l| tokio::time::Instant::now() + l));
-    }
+    let session = match terminated {
+        Some(sasl) => Some(terminate_sasl(&mut client, sasl, (cluster, peer), &principal).await?),
+        None => None,
+    };
     // Inspection reads who the broker authenticates, later.
     let inspection = auth.and_then(|a| {
         let settings = a.sasl_inspection.as_ref()?;
@@ -176,6 +177,8 @@ async fn run(
         peer,
         told,
         principal: &principal,
+        chain: chain.as_deref(),
+        epoch,
         inspection: inspection.as_deref(),
         terminated: session,
     };
@@ -210,15 +213,16 @@ async fn accept(
     incoming: Incoming,
     cluster: &ClusterRuntime,
     auth: Option<&Authentication>,
-    principal: &OnceLock<Arc<str>>,
+    (principal, chain): (&OnceLock<Arc<str>>, &mut Option<Chain>),
 ) -> Result<Stream, ConnError> {
     Ok(match (incoming, cluster.acceptor()) {
         (Incoming::Tcp(accepted), Some(acceptor)) => {
             let tcp = accepted.register()?;
             let _ = tcp.set_nodelay(true);
             let (tls, who) = handshake(Box::pin(acceptor.accept(tcp)), auth).await?;
-            if let Some(who) = who {
+            if let Some((who, certificate)) = who {
                 let _ = principal.set(who);
+                *chain = Some(certificate);
             }
             Stream::Wrapped(tls)
         }
@@ -231,8 +235,9 @@ async fn accept(
             let _ = start.io.set_nodelay(true);
             let config = Arc::clone(acceptor.config());
             let (tls, who) = handshake(Box::pin((*start).into_stream(config)), auth).await?;
-            if let Some(who) = who {
+            if let Some((who, certificate)) = who {
                 let _ = principal.set(who);
+                *chain = Some(certificate);
             }
             Stream::Wrapped(tls)
         }
@@ -245,22 +250,52 @@ async fn accept(
     })
 }
 
+/// Authenticates a client of a cluster that terminates SASL (`sasl`) and
+/// sets its principal: when its session ends (`None`: never).
+async fn terminate_sasl(
+    client: &mut Stream,
+    sasl: &SaslTermination,
+    (cluster, peer): (&ClusterRuntime, IpAddr),
+    principal: &OnceLock<Arc<str>>,
+) -> Result<Option<tokio::time::Instant>, ConnError> {
+    let proved = match client {
+        Stream::Plain(tcp) => Box::pin(terminate::authenticate(tcp, sasl, cluster, peer)).await,
+        Stream::Wrapped(io) => Box::pin(terminate::authenticate(io, sasl, cluster, peer)).await,
+    };
+    let (user, lifetime) = proved?;
+    let _ = principal.set(user);
+    Ok(lifetime.map(|l| tokio::time::Instant::now() + l))
+}
+
+/// A client's certificate chain, its own first.
+type Chain = Box<[CertificateDer<'static>]>;
+
 /// Finishes a client's TLS handshake, within [`HANDSHAKE_TIMEOUT`], and
-/// finds its principal under `auth`: a client without one is refused here,
-/// before anything is sent upstream, when `auth` requires one.
+/// finds its principal under `auth`, with the chain it was mapped from: a
+/// client without one is refused here, before anything is sent upstream,
+/// when `auth` requires one.
 async fn handshake(
     accept: Pin<Box<Accept<TcpStream>>>,
     auth: Option<&Authentication>,
-) -> Result<(BoxIo, Option<Arc<str>>), ConnError> {
+) -> Result<(BoxIo, Option<(Arc<str>, Chain)>), ConnError> {
     let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
         .await
         .map_err(|_| ConnError::Tls(std::io::ErrorKind::TimedOut.into()))?
         .map_err(ConnError::Tls)?;
+    let certificates = tls.get_ref().1.peer_certificates();
     let principal = match auth {
-        Some(auth) => identity::identify(auth, tls.get_ref().1.peer_certificates())?,
+        Some(auth) => identity::identify(auth, certificates)?,
         None => None,
     };
-    Ok((Box::new(tls), principal.map(Arc::from)))
+    let found = principal.map(|p| {
+        let chain: Chain = certificates
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.clone().into_owned())
+            .collect();
+        (Arc::from(p), chain)
+    });
+    Ok((Box::new(tls), found))
 }
 
 async fn connect_upstream(cluster: &ClusterRuntime, role: Role) -> Result<Stream, ConnError> {
@@ -281,6 +316,8 @@ struct Ends<'a> {
     peer: IpAddr,
     told: Option<IpAddr>,
     principal: &'a OnceLock<Arc<str>>,
+    chain: Option<&'a [CertificateDer<'static>]>,
+    epoch: u64,
     inspection: Option<&'a Inspection>,
     terminated: Option<Option<tokio::time::Instant>>,
 }
@@ -310,6 +347,8 @@ where
             peer,
             told,
             principal,
+            chain,
+            epoch,
             inspection,
             terminated,
         } = ends;
@@ -317,6 +356,8 @@ where
             cluster,
             peer,
             principal,
+            chain,
+            epoch,
             inspection,
             terminated,
         };

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::tls::{self, TlsError};
@@ -30,16 +31,27 @@ pub(crate) struct Tls {
     /// Where each new connection's principal comes from: read at its
     /// handshake, like the acceptor.
     pub(super) authentication: Option<Arc<Authentication>>,
+    /// The acceptor's verifier of client certificates (`clientCaFile`).
+    pub(super) client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    /// The digest of `clientCaFile`: a new one is a change of who is
+    /// trusted, like a new `authentication`.
+    pub(super) client_ca: Option<String>,
 }
 
 impl Tls {
     /// Built from a cluster's loaded material: fails on material rustls
     /// refuses, before anything running is touched.
     pub(crate) fn of(config: &VirtualCluster) -> Result<Tls, TlsError> {
-        let acceptor = match &config.gateway.tls {
-            Some(t) => Some(tls::acceptor(&t.material.0)?),
-            None => None,
+        let (acceptor, client_verifier) = match &config.gateway.tls {
+            Some(t) => {
+                let (acceptor, verifier) = tls::acceptor(&t.material.0)?;
+                (Some(acceptor), verifier)
+            }
+            None => (None, None),
         };
+        let client_ca = (config.gateway.tls.as_ref())
+            .and_then(|t| t.client_ca_file.as_ref())
+            .map(|f| f.digest.clone());
         let connector = match &config.upstream.tls {
             Some(t) => Some(tls::connector(&t.material.0)?),
             None => None,
@@ -49,6 +61,8 @@ impl Tls {
             connector,
             sasl: config.upstream.sasl.clone(),
             authentication: config.authentication.clone().map(Arc::new),
+            client_verifier,
+            client_ca,
         })
     }
 }

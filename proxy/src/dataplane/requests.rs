@@ -5,6 +5,7 @@
 //! Waiting for a slot, like waiting for memory, is not reading: the client
 //! is throttled by its own TCP window, nothing queues behind it.
 
+use rustls_pki_types::CertificateDer;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -57,6 +58,10 @@ pub(super) struct Who<'a> {
     /// Set before the first request, or (inspection) once the broker
     /// authenticated the client.
     pub(super) principal: &'a OnceLock<Arc<str>>,
+    /// The client certificate its principal was mapped from (mTLS).
+    pub(super) chain: Option<&'a [CertificateDer<'static>]>,
+    /// The `authentication` epoch its principal was found under.
+    pub(super) epoch: u64,
     pub(super) inspection: Option<&'a Inspection>,
     /// Authenticated by the proxy (`authentication.sasl`): when its
     /// session ends (`None` inside: never).
@@ -76,15 +81,10 @@ where
     R: AsyncRead + Splice + Unpin,
     W: AsyncWrite + Splice + Unpin,
 {
-    let Who {
-        cluster,
-        peer,
-        principal: identity,
-        inspection,
-        terminated,
-    } = who;
+    let (cluster, peer, identity, chain) = (who.cluster, who.peer, who.principal, who.chain);
+    let (inspection, mut epoch) = (who.inspection, who.epoch);
     // Boxed: only terminated connections have one.
-    let mut session = terminated.map(|expires| Box::new(SaslSession::until(expires)));
+    let mut session = (who.terminated).map(|expires| Box::new(SaslSession::until(expires)));
     let mut buf = FrameBuf::new(
         cluster.budget(),
         cluster.metrics.bytes_to_upstream.clone(),
@@ -92,14 +92,18 @@ where
     );
     let stop = drained(cluster);
     tokio::pin!(stop);
-    let mut epoch = u64::MAX;
     loop {
         if buf.unread().is_empty() && !between_frames(&mut buf, &mut rd, &mut wr, &mut stop).await?
         {
             return Ok(());
         }
         let principal = identity.get();
-        still_served(cluster, session.as_deref_mut(), principal, &mut epoch)?;
+        still_served(
+            cluster,
+            session.as_deref_mut(),
+            (principal, chain),
+            &mut epoch,
+        )?;
         // Read per frame: a reload may change them in place.
         let limits = cluster.limits();
         let mut clock = FrameClock::new(limits.frame_timeout);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
@@ -41,21 +42,26 @@ fn roots(
     Ok(Arc::new(store))
 }
 
-/// The acceptor for a cluster's client-facing listeners; mTLS when client CAs are set.
-pub(crate) fn acceptor(material: &ServerMaterial) -> Result<TlsAcceptor, TlsError> {
+/// The acceptor for a cluster's client-facing listeners; mTLS when client
+/// CAs are set, and then the verifier of client certificates too (open
+/// connections' certificates are checked again with it when it changes).
+pub(crate) fn acceptor(
+    material: &ServerMaterial,
+) -> Result<(TlsAcceptor, Option<Arc<dyn ClientCertVerifier>>), TlsError> {
     let builder =
         ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
-    let builder = if material.client_roots.is_empty() {
-        builder.with_no_client_auth()
+    let (builder, verifier) = if material.client_roots.is_empty() {
+        (builder.with_no_client_auth(), None)
     } else {
         let verifier =
             WebPkiClientVerifier::builder_with_provider(roots(&material.client_roots)?, provider())
                 .build()?;
-        builder.with_client_cert_verifier(verifier)
+        let kept = Arc::clone(&verifier);
+        (builder.with_client_cert_verifier(verifier), Some(kept))
     };
     let key = material.key.as_ref().ok_or(TlsError::NotLoaded)?;
     let config = builder.with_single_cert(material.cert_chain.clone(), key.clone_key())?;
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    Ok((TlsAcceptor::from(Arc::new(config)), verifier))
 }
 
 /// The connector towards a cluster's upstream brokers.

@@ -8,6 +8,8 @@
 //! two certificates of one CA, a topic policy keyed on their principals,
 //! and a client that says another's client id keeps its own rights.
 
+mod revocation;
+
 use std::time::Duration;
 
 use sluice_testkit::certs::Ca;

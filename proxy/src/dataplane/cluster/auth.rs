@@ -4,6 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use rustls_pki_types::{CertificateDer, UnixTime};
+
+use super::super::identity;
 use super::ClusterRuntime;
 use crate::config::identity::Authentication;
 
@@ -20,6 +23,32 @@ impl ClusterRuntime {
     /// How many times `authentication` changed in place.
     pub(crate) fn auth_epoch(&self) -> u64 {
         self.auth_epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether the certificate `chain` (the client's first), verified and
+    /// mapped to `principal` under an earlier `clientCaFile` and
+    /// `authentication.mtls`, still is under those in force: the CA still
+    /// trusts it, and the rules still map it to that principal.
+    pub(crate) fn still_trusts(&self, chain: &[CertificateDer<'static>], principal: &str) -> bool {
+        let tls = self
+            .tls
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (Some(verifier), Some(auth)) = (&tls.client_verifier, &tls.authentication) else {
+            return false;
+        };
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return false;
+        };
+        let trusted = verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .is_ok();
+        let rules = auth.mtls.as_ref();
+        trusted
+            && rules
+                .and_then(|r| identity::principal(r, Some(chain)))
+                .as_deref()
+                == Some(principal)
     }
 
     /// Whether `principal`, proved under an earlier `authentication`,

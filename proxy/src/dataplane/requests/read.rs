@@ -1,6 +1,7 @@
 //! Between requests: waiting for the next one's head (or the drain), and
 //! checking the connection may go on serving its client.
 
+use rustls_pki_types::CertificateDer;
 use std::sync::Arc;
 
 use sluice_kafka::frame::{REQUEST_HEAD, request_frame_size};
@@ -23,12 +24,14 @@ pub(super) async fn drained(cluster: &ClusterRuntime) {
 
 /// Whether the connection may go on serving its client: its SASL session
 /// (if the proxy authenticated it) has not ended, and its principal still
-/// holds, checked again whenever `authentication` changes in place
-/// (`epoch`): a user no longer listed is revoked at its next request.
+/// holds, checked again whenever `authentication` or `clientCaFile`
+/// changes in place (`epoch`): a user no longer listed, or a certificate
+/// (`chain`) no longer trusted or mapped otherwise, is revoked at its next
+/// request.
 pub(super) fn still_served(
     cluster: &ClusterRuntime,
     session: Option<&mut SaslSession>,
-    principal: Option<&Arc<str>>,
+    (principal, chain): (Option<&Arc<str>>, Option<&[CertificateDer<'static>]>),
     epoch: &mut u64,
 ) -> Result<(), ConnError> {
     if let Some(over) = session.and_then(SaslSession::over) {
@@ -38,7 +41,11 @@ pub(super) fn still_served(
         && cluster.auth_epoch() != *epoch
     {
         *epoch = cluster.auth_epoch();
-        if !cluster.still_knows(p) {
+        let holds = match chain {
+            Some(chain) => cluster.still_trusts(chain, p),
+            None => cluster.still_knows(p),
+        };
+        if !holds {
             return Err(ConnError::Revoked(p.to_string()));
         }
     }
