@@ -5,6 +5,8 @@ usage:
   bench_load.py consume BOOTSTRAP TOPIC RECORDS          from the beginning of partition 0
   bench_load.py latency BOOTSTRAP TOPIC RATE SECONDS ACKS [--hold]
   any of them followed by --ssl CA: TLS to the bootstrap servers, trusting CA,
+  --cert CERT KEY: with --ssl, presenting that client certificate (mTLS),
+  --sasl MECHANISM USER PASSWORD: SASL over the transport (SASL_SSL with --ssl),
   and/or --size BYTES: records of BYTES (default 1024) instead of 1 KiB
 
 produce: MEGABYTES MiB of records (MEGABYTES * 1 MiB / size of them); times
@@ -169,6 +171,17 @@ if "--ssl" in argv:
     TRANSPORT.update({"security.protocol": "ssl", "ssl.ca.location": argv[i + 1],
                       "ssl.endpoint.identification.algorithm": "none"})
     del argv[i:i + 2]
+if "--cert" in argv:
+    i = argv.index("--cert")
+    TRANSPORT.update({"ssl.certificate.location": argv[i + 1], "ssl.key.location": argv[i + 2]})
+    del argv[i:i + 3]
+if "--sasl" in argv:
+    i = argv.index("--sasl")
+    secure = TRANSPORT.get("security.protocol") == "ssl"
+    TRANSPORT.update({"security.protocol": "sasl_ssl" if secure else "sasl_plaintext",
+                      "sasl.mechanism": argv[i + 1], "sasl.username": argv[i + 2],
+                      "sasl.password": argv[i + 3]})
+    del argv[i:i + 4]
 mode, args = sys.argv[1], [a for a in argv if not a.startswith("--")]
 if mode == "produce":
     produce(*args)

@@ -47,12 +47,29 @@ pub(crate) enum Path {
     /// Through sluice-proxy to broker A, on a cluster with an allow-all
     /// topic policy and a quota no run reaches.
     SluiceFiltered,
+    /// TLS with a client certificate to sluice-proxy, mapped to a
+    /// principal (`authentication.mtls`), plaintext on to broker A.
+    SluiceMtls,
+    /// As [`Path::SluiceMtls`], on a cluster whose topic policy judges
+    /// every request by that principal.
+    SluiceMtlsPolicy,
+    /// TLS to sluice-proxy, which terminates SASL/SCRAM-SHA-512
+    /// (`authentication.sasl`), plaintext on to broker A.
+    SluiceScram,
 }
 
 impl Path {
     /// Whether clients speak TLS on this path.
     pub(crate) fn tls(self) -> bool {
-        matches!(self, Path::SluiceTls | Path::HaproxyTls | Path::SluiceSni)
+        matches!(
+            self,
+            Path::SluiceTls
+                | Path::HaproxyTls
+                | Path::SluiceSni
+                | Path::SluiceMtls
+                | Path::SluiceMtlsPolicy
+                | Path::SluiceScram
+        )
     }
 }
 
@@ -81,6 +98,29 @@ const FILTERS: &str = "    filters:
           connectionsPerSecond: 100000
 ";
 
+/// The SCRAM path's user.
+pub(crate) const SCRAM_USER: [&str; 2] = ["bench", "bench-pw"];
+
+/// The identity clusters' gateway TLS (`{cert}`, `{key}`, `{ca}` filled)
+/// and `authentication`: the client certificate's subject is its
+/// principal.
+const MTLS: &str = "      tls: { certFile: \"{cert}\", keyFile: \"{key}\", clientCaFile: \"{ca}\" }
+    authentication:
+      mtls: { principals: [{ from: subject }] }
+      required: true
+";
+
+/// A topic policy keyed on the benchmark client's principal that judges
+/// every request (a deny rule first, default deny) and allows all it does.
+const BY_PRINCIPAL: &str = "    filters:
+      - type: topic-policy
+        config:
+          default: deny
+          rules:
+            - { deny: [all], topics: [\"private-*\"] }
+            - { allow: [all], topics: [\"bench-*\"], principals: [\"CN=client*\"] }
+";
+
 /// The running peers.
 pub(crate) struct Rig {
     a: Tansu,
@@ -96,6 +136,8 @@ pub(crate) struct Rig {
     proxy_tls_bootstrap: String,
     proxy_sni_bootstrap: String,
     proxy_filtered_bootstrap: String,
+    /// The identity clusters' bootstraps: mTLS, mTLS with a policy, SCRAM.
+    proxy_identity_bootstrap: [String; 3],
     /// What the SNI path's clients resolve its names with.
     hosts: Hosts,
     /// The CA of the SNI cluster's certificate.
@@ -121,7 +163,7 @@ impl Rig {
             Frontend::plain(&haproxy_addr, &b.addr),
             Frontend::tls(&haproxy_tls_addr, &c.addr, &pki),
         ]);
-        let base = ports(6);
+        let base = ports(12);
         let tls = format!(
             "      tls: {{ certFile: \"{}\", keyFile: \"{}\" }}\n",
             pki.server_cert.display(),
@@ -142,6 +184,12 @@ impl Rig {
             format!("bootstrap.{SNI_DOMAIN}"),
             format!("broker-{TANSU_NODE_ID}.{SNI_DOMAIN}"),
         ]);
+        let mtls = MTLS
+            .replace("{cert}", &pki.server_cert.display().to_string())
+            .replace("{key}", &pki.server_key.display().to_string())
+            .replace("{ca}", &pki.ca.display().to_string());
+        let policy = mtls.clone() + BY_PRINCIPAL;
+        let scram = scram_cluster(certs.path(), &tls);
         let proxy = Proxy::start(&config::with_drain(
             "1s",
             &[
@@ -149,6 +197,9 @@ impl Rig {
                 config::tansu_cluster("bench-tls", &a.addr, base + 2, &tls),
                 sni,
                 config::tansu_cluster("bench-filtered", &a.addr, base + 4, FILTERS),
+                config::tansu_cluster("bench-mtls", &a.addr, base + 6, &mtls),
+                config::tansu_cluster("bench-mtls-policy", &a.addr, base + 8, &policy),
+                config::tansu_cluster("bench-scram", &a.addr, base + 10, &scram),
             ],
         ));
         Rig {
@@ -164,6 +215,7 @@ impl Rig {
             proxy_tls_bootstrap: format!("127.0.0.1:{}", base + 2),
             proxy_sni_bootstrap: format!("bootstrap.{SNI_DOMAIN}:{sni_port}"),
             proxy_filtered_bootstrap: format!("127.0.0.1:{}", base + 4),
+            proxy_identity_bootstrap: [6, 8, 10].map(|at| format!("127.0.0.1:{}", base + at)),
             hosts,
             sni_ca: sni_ca.write(certs.path(), "sni-ca.pem"),
             pki,
@@ -182,6 +234,9 @@ impl Rig {
             Path::HaproxyTls => &self.haproxy_tls_addr,
             Path::SluiceSni => &self.proxy_sni_bootstrap,
             Path::SluiceFiltered => &self.proxy_filtered_bootstrap,
+            Path::SluiceMtls => &self.proxy_identity_bootstrap[0],
+            Path::SluiceMtlsPolicy => &self.proxy_identity_bootstrap[1],
+            Path::SluiceScram => &self.proxy_identity_bootstrap[2],
         }
     }
 
@@ -189,7 +244,22 @@ impl Rig {
     pub(crate) fn client_flags(&self, path: Path) -> Vec<String> {
         match path {
             Path::SluiceSni => vec!["--ssl".into(), self.sni_ca.display().to_string()],
-            _ if path.tls() => vec!["--ssl".into(), self.pki.ca.display().to_string()],
+            _ if path.tls() => {
+                let mut flags = vec!["--ssl".into(), self.pki.ca.display().to_string()];
+                let [user, password] = SCRAM_USER;
+                match path {
+                    Path::SluiceMtls | Path::SluiceMtlsPolicy => {
+                        let (crt, key) = (&self.pki.client_cert, &self.pki.client_key);
+                        flags.extend(["--cert".into(), crt.display().to_string()]);
+                        flags.push(key.display().to_string());
+                    }
+                    Path::SluiceScram => {
+                        flags.extend(["--sasl", "SCRAM-SHA-512", user, password].map(String::from));
+                    }
+                    _ => {}
+                }
+                flags
+            }
             _ => Vec::new(),
         }
     }
@@ -209,7 +279,13 @@ impl Rig {
     pub(crate) fn broker(&self, path: Path) -> &Tansu {
         match path {
             Path::Direct => &self.d,
-            Path::Sluice | Path::SluiceTls | Path::SluiceSni | Path::SluiceFiltered => &self.a,
+            Path::Sluice
+            | Path::SluiceTls
+            | Path::SluiceSni
+            | Path::SluiceFiltered
+            | Path::SluiceMtls
+            | Path::SluiceMtlsPolicy
+            | Path::SluiceScram => &self.a,
             Path::Haproxy => &self.b,
             Path::HaproxyTls => &self.c,
         }
@@ -219,10 +295,8 @@ impl Rig {
     pub(crate) fn middle(&self, path: Path) -> Option<u32> {
         match path {
             Path::Direct => None,
-            Path::Sluice | Path::SluiceTls | Path::SluiceSni | Path::SluiceFiltered => {
-                Some(self.proxy.pid())
-            }
             Path::Haproxy | Path::HaproxyTls => Some(self.haproxy.pid()),
+            _ => Some(self.proxy.pid()),
         }
     }
 
@@ -243,6 +317,37 @@ impl Rig {
             .expect("run tansu topic delete");
         assert!(out.status.success(), "tansu topic delete {name}");
     }
+}
+
+/// The SCRAM cluster's gateway `tls` and `authentication`: its
+/// credentials file (written in `dir` by `sluice-proxy scram-credential`)
+/// holds [`SCRAM_USER`].
+fn scram_cluster(dir: &std::path::Path, tls: &str) -> String {
+    use std::io::Write;
+    let [user, password] = SCRAM_USER;
+    let mut child = Command::new(sluice_testkit::bin("sluice-proxy"))
+        .args([
+            "scram-credential",
+            "--user",
+            user,
+            "--mechanism",
+            "SCRAM-SHA-512",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run sluice-proxy scram-credential");
+    let mut stdin = child.stdin.take().expect("its stdin");
+    writeln!(stdin, "{password}").expect("write the password");
+    drop(stdin);
+    let out = child.wait_with_output().expect("its credential line");
+    assert!(out.status.success(), "scram-credential: {out:?}");
+    let file = dir.join("users.scram");
+    std::fs::write(&file, out.stdout).expect("write the credentials file");
+    format!(
+        "{tls}    authentication:\n      sasl: {{ mechanisms: [SCRAM-SHA-512], credentialsFile: \"{}\" }}\n      required: true\n",
+        file.display()
+    )
 }
 
 /// This process's soft limit on open files, which the servers it starts
