@@ -4,6 +4,7 @@ to each topic; prints {"ok", "error", "delivered": {"TOPIC": {"ok", "error"}}}.
 usage: sasl_client.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC... [--library librdkafka|kafka-python]
 
 With MECHANISM OAUTHBEARER, PASSWORD is the bearer token (USER unused).
+With --ca CA_FILE, SASL goes over TLS, verifying the server against CA_FILE.
 """
 import json
 import os
@@ -13,6 +14,11 @@ from library import take_library
 
 args = sys.argv[1:]
 library = take_library(args)
+ca = None
+if "--ca" in args:
+    i = args.index("--ca")
+    ca = args[i + 1]
+    del args[i : i + 2]
 bootstrap, mechanism, user, password = args[:4]
 topics = args[4:]
 out = {"ok": False, "error": None, "delivered": {}}
@@ -23,10 +29,12 @@ if library == "kafka-python":
 
     conf = {
         "bootstrap_servers": bootstrap,
-        "security_protocol": "SASL_PLAINTEXT",
+        "security_protocol": "SASL_SSL" if ca else "SASL_PLAINTEXT",
         "sasl_mechanism": mechanism,
         "request_timeout_ms": 10000,
     }
+    if ca:
+        conf.update(ssl_cafile=ca, ssl_check_hostname=False)
     if mechanism == "OAUTHBEARER":
         from kafka.net.sasl.oauth import AbstractTokenProvider
 
@@ -91,11 +99,13 @@ else:
 
     conf = {
         "bootstrap.servers": bootstrap,
-        "security.protocol": "sasl_plaintext",
+        "security.protocol": "sasl_ssl" if ca else "sasl_plaintext",
         "sasl.mechanism": mechanism,
         "socket.timeout.ms": 10000,
         "log_level": 0,
     }
+    if ca:
+        conf.update({"ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": "none"})
     if mechanism == "OAUTHBEARER":
         import time
 

@@ -22,7 +22,11 @@ pub(super) fn identify(
     auth: &Authentication,
     chain: Option<&[CertificateDer<'_>]>,
 ) -> Result<Option<String>, ConnError> {
-    let found = auth.mtls.as_ref().and_then(|rules| principal(rules, chain));
+    let Some(rules) = auth.mtls.as_ref() else {
+        // Another source (SASL) finds the principal, after the handshake.
+        return Ok(None);
+    };
+    let found = principal(rules, chain);
     match &found {
         Some(p) => tracing::debug!(principal = %p, "client identified"),
         None if auth.required => {

@@ -267,3 +267,54 @@ fn raw_frames_get_nothing_past_a_terminating_proxy() {
     assert_eq!(alice["delivered"]["orders"]["ok"], true, "{alice}");
     proxy.assert_clean_logs();
 }
+
+/// SASL over the gateway's TLS, with a principal required: the TLS
+/// handshake carries no identity (no client certificate), the SASL login
+/// does; with librdkafka and kafka-python, each user gets its rights.
+#[test]
+fn scram_over_tls_with_a_principal_required_serves_each_user() {
+    use sluice_testkit::certs::Ca;
+
+    let dir = tempfile::tempdir().unwrap();
+    let users = credentials("alice", "alice-pw") + &credentials("bob", "bob-pw");
+    std::fs::write(dir.path().join("users.scram"), users).unwrap();
+    let ca = Ca::new("sluice SASL over TLS CA");
+    let ca_file = ca.write(dir.path(), "ca.pem");
+    ca.server("proxy", 1)
+        .write(dir.path(), "server.crt", "server.key");
+    let tansu = Tansu::start();
+    tansu.create_topic("orders", 1);
+    tansu.create_topic("audit", 1);
+    let base = ports(2);
+    let tls = "      tls: { certFile: server.crt, keyFile: server.key }\n";
+    let sasl = "    authentication:
+      sasl: { mechanisms: [SCRAM-SHA-512], credentialsFile: users.scram }
+      required: true
+";
+    let rest = sasl.to_owned() + BY_PRINCIPAL;
+    let mut proxy = Proxy::start_in(dir, &pinned("secure", base, &tansu.addr, tls, &rest));
+    proxy.allow("not authenticated");
+    let bootstrap = format!("127.0.0.1:{base}");
+    let ca = ca_file.display().to_string();
+    let client = |user: &str, library: &str| {
+        let password = format!("{user}-pw");
+        let args = [
+            &bootstrap[..],
+            "SCRAM-SHA-512",
+            user,
+            &password,
+            "orders",
+            "audit",
+            "--library",
+            library,
+            "--ca",
+            &ca,
+        ];
+        python::run_json("sasl_client.py", &args, Duration::from_secs(90))
+    };
+    for library in ["librdkafka", "kafka-python"] {
+        let (alice, bob) = (client("alice", library), client("bob", library));
+        assert_rights_by_principal(&alice, &bob, library);
+    }
+    proxy.assert_clean_logs();
+}

@@ -23,7 +23,7 @@ use sluice_tools::record::{Row, Target};
 const SECTION: &str = "data plane, identity";
 /// How many times more repetitions than the other sections (of runs half
 /// their length): the figures differ by a few per cent.
-const MORE: usize = 4;
+const MORE: usize = 2;
 /// Seconds of handshakes per path and repetition.
 const HANDSHAKE_SECS: &str = "5";
 
