@@ -1,8 +1,10 @@
 //! What knowing the client costs (issue 47): throughput after the
 //! handshake on three clusters of one proxy, each against the TLS cluster
-//! without identity (or, for the policy, against mTLS without one), and
-//! full TLS handshakes per CPU-second of the proxy, sluice-proxy with and
-//! without client certificates against haproxy terminating TLS.
+//! without identity (or, for the policy, against mTLS without one)
+//! (section `identity`); and full TLS handshakes and SCRAM logins per
+//! CPU-second of the proxy, sluice-proxy with and without client
+//! certificates and with SCRAM over TLS, against haproxy terminating TLS
+//! (section `handshakes`).
 //!
 //! - mTLS: the client presents a certificate; the proxy verifies it and
 //!   maps its subject to a principal.
@@ -11,9 +13,13 @@
 //!
 //! Throughput runs take turns as in the TLS section ([`MORE`] times its
 //! repetitions, of half-length runs); handshakes are `openssl s_time -new`
-//! (one connection at a time, each a full handshake, closed at once).
+//! (one connection at a time, each a full handshake, closed at once), and
+//! SCRAM logins `scram_logins.py` (one connection each: a TLS handshake,
+//! then SCRAM-SHA-512, closed once it succeeded).
 
 use std::process::Command;
+
+use sluice_tests::python;
 
 use crate::dataplane::Plan;
 use crate::rig::{Path, Rig, cpu_seconds};
@@ -67,37 +73,44 @@ pub(crate) fn run(rig: &mut Rig, plan: Plan) {
             .emit();
         }
     }
-    handshakes(rig, plan.reps.min(5));
 }
 
 /// Full handshakes per CPU-second of the proxy in the middle: sluice-proxy
-/// with TLS, with mTLS (a certificate verified and mapped), and haproxy
-/// with TLS, `reps` runs each, taking turns.
-fn handshakes(rig: &Rig, reps: usize) {
-    let paths = [Path::SluiceTls, Path::SluiceMtls, Path::HaproxyTls];
+/// with TLS, with mTLS (a certificate verified and mapped), with SCRAM
+/// over TLS (a login each), and haproxy with TLS, `reps` runs each,
+/// taking turns.
+pub(crate) fn handshakes(rig: &Rig, reps: usize) {
+    let paths = [
+        Path::SluiceTls,
+        Path::SluiceMtls,
+        Path::SluiceScram,
+        Path::HaproxyTls,
+    ];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
     for rep in 0..reps {
-        eprintln!("identity: handshakes, repetition {} of {reps}", rep + 1);
+        eprintln!("handshakes: repetition {} of {reps}", rep + 1);
         for (i, &path) in paths.iter().enumerate() {
-            rates[i].push(handshake_rate(rig, path));
+            let rate = match path {
+                Path::SluiceScram => login_rate(rig),
+                _ => handshake_rate(rig, path),
+            };
+            rates[i].push(rate);
         }
     }
     let unit = "handshakes/CPU-s";
-    let note = "openssl s_time -new: full handshakes one at a time, each closed at once; per CPU-second of the proxy in the middle (all its threads)";
-    for (i, case) in [
+    let note = "one connection at a time, each closed at once (openssl s_time -new; SCRAM: scram_logins.py, a TLS handshake and a SCRAM-SHA-512 login each); per CPU-second of the proxy in the middle (all its threads)";
+    let cases = [
         (0, "TLS: sluice-proxy vs haproxy"),
         (1, "mTLS (verified, mapped): sluice-proxy vs haproxy TLS"),
-    ] {
-        Row::new(
-            SECTION,
-            format!("handshakes per proxy CPU-second, {case}"),
-            unit,
-            rates[i].clone(),
-        )
-        .baseline("haproxy TLS", rates[2].clone())
-        .target(Target::RatioAtLeast(1.0), ">= 1.00x haproxy")
-        .note(note)
-        .emit();
+        (2, "TLS + SCRAM login: sluice-proxy vs haproxy TLS"),
+    ];
+    for (i, case) in cases {
+        let case = format!("handshakes per proxy CPU-second, {case}");
+        Row::new(SECTION, case, unit, rates[i].clone())
+            .baseline("haproxy TLS", rates[3].clone())
+            .target(Target::RatioAtLeast(1.0), ">= 1.00x haproxy")
+            .note(note)
+            .emit();
     }
 }
 
@@ -132,4 +145,25 @@ fn handshake_rate(rig: &Rig, path: Path) -> f64 {
         .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("s_time printed no count: {text}"));
     count / cpu
+}
+
+/// One `scram_logins.py` run on the SCRAM path: logins per CPU-second of
+/// the proxy.
+fn login_rate(rig: &Rig) -> f64 {
+    let pid = rig.middle(Path::SluiceScram).expect("the proxy");
+    let [user, password] = crate::rig::SCRAM_USER;
+    let ca = rig.pki.ca.display().to_string();
+    let args = [
+        rig.bootstrap(Path::SluiceScram),
+        user,
+        password,
+        HANDSHAKE_SECS,
+        "--ca",
+        &ca,
+    ];
+    let before = cpu_seconds(pid);
+    let report = python::run_json("scram_logins.py", &args, std::time::Duration::from_secs(60));
+    let cpu = cpu_seconds(pid) - before;
+    let logins = report["logins"].as_f64().expect("a count of logins");
+    logins / cpu
 }

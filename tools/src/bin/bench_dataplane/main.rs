@@ -12,7 +12,7 @@
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
 //! [--connections N] [--requests N] [--size BYTES (the sweep's one size)]
-//! [--only dataplane,tls,sni,filters,identity,memory,reload,broker,sweep,syscalls,tail]` (run it
+//! [--only dataplane,tls,sni,filters,identity,handshakes,memory,reload,broker,sweep,syscalls,tail]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr. `bench_dataplane --hog` is the
@@ -55,6 +55,7 @@ fn main() {
         "sni",
         "filters",
         "identity",
+        "handshakes",
         "memory",
         "reload",
         "broker",
@@ -102,6 +103,9 @@ fn main() {
     if only.iter().any(|s| s == "identity") {
         identity::run(&mut rig, plan);
     }
+    if only.iter().any(|s| s == "handshakes") {
+        identity::handshakes(&rig, plan.reps.min(5));
+    }
     if only.iter().any(|s| s == "memory") {
         memory::run(&rig, plan.reps.min(3), connections);
     }
@@ -122,7 +126,7 @@ fn main() {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--size 100|1024|4096|16384] [--only dataplane,tls,sni,filters,identity,memory,reload,broker,sweep,syscalls,tail] | --hog"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--size 100|1024|4096|16384] [--only dataplane,tls,sni,filters,identity,handshakes,memory,reload,broker,sweep,syscalls,tail] | --hog"
     );
     std::process::exit(2)
 }
