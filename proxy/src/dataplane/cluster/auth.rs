@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 
-use super::super::identity;
 use super::ClusterRuntime;
 use crate::config::identity::Authentication;
 
@@ -25,30 +24,22 @@ impl ClusterRuntime {
         self.auth_epoch.load(Ordering::Acquire)
     }
 
-    /// Whether the certificate `chain` (the client's first), verified and
-    /// mapped to `principal` under an earlier `clientCaFile` and
-    /// `authentication.mtls`, still is under those in force: the CA still
-    /// trusts it, and the rules still map it to that principal.
-    pub(crate) fn still_trusts(&self, chain: &[CertificateDer<'static>], principal: &str) -> bool {
+    /// Whether the certificate `chain` (the client's first), verified under
+    /// an earlier `clientCaFile`, still is under the one in force (the
+    /// caller maps it again by the rules in force).
+    pub(crate) fn still_verifies(&self, chain: &[CertificateDer<'static>]) -> bool {
         let tls = self
             .tls
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (Some(verifier), Some(auth)) = (&tls.client_verifier, &tls.authentication) else {
+        let (Some(verifier), Some((leaf, intermediates))) =
+            (&tls.client_verifier, chain.split_first())
+        else {
             return false;
         };
-        let Some((leaf, intermediates)) = chain.split_first() else {
-            return false;
-        };
-        let trusted = verifier
+        verifier
             .verify_client_cert(leaf, intermediates, UnixTime::now())
-            .is_ok();
-        let rules = auth.mtls.as_ref();
-        trusted
-            && rules
-                .and_then(|r| identity::principal(r, Some(chain)))
-                .as_deref()
-                == Some(principal)
+            .is_ok()
     }
 
     /// Whether `principal`, proved under an earlier `authentication`,

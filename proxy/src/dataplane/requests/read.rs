@@ -42,7 +42,7 @@ pub(super) fn still_served(
     {
         *epoch = cluster.auth_epoch();
         let holds = match chain {
-            Some(chain) => cluster.still_trusts(chain, p),
+            Some(chain) => cluster.still_verifies(chain) && still_maps(cluster, chain, p),
             None => cluster.still_knows(p),
         };
         if !holds {
@@ -50,6 +50,18 @@ pub(super) fn still_served(
         }
     }
     Ok(())
+}
+
+/// Whether the rules in force map the certificate `chain` to `principal`.
+fn still_maps(
+    cluster: &ClusterRuntime,
+    chain: &[CertificateDer<'static>],
+    principal: &str,
+) -> bool {
+    let auth = cluster.authentication();
+    let rules = auth.as_ref().and_then(|a| a.mtls.as_ref());
+    let mapped = rules.and_then(|r| crate::dataplane::identity::principal(r, Some(chain)));
+    mapped.as_deref() == Some(principal)
 }
 
 /// Between frames with nothing read: sends what passed, and waits for the
