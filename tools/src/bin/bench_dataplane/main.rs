@@ -85,43 +85,54 @@ fn main() {
         }
     }
     let mut rig = Rig::start();
+    run_sections(&mut rig, &only, plan, (connections, requests));
+    rig.proxy.assert_clean_logs();
+}
+
+/// Runs the sections `only` names, in the suite's order.
+fn run_sections(
+    rig: &mut Rig,
+    only: &[String],
+    plan: Plan,
+    (connections, requests): (usize, usize),
+) {
+    let rig = &mut *rig;
     if only.iter().any(|s| s == "broker") {
-        broker::run(&mut rig, plan.reps.min(3), plan.megabytes);
+        broker::run(rig, plan.reps.min(3), plan.megabytes);
     }
     if only.iter().any(|s| s == "dataplane") {
-        dataplane::run(&mut rig, plan);
+        dataplane::run(rig, plan);
     }
     if only.iter().any(|s| s == "tls") {
-        tls::run(&mut rig, plan);
+        tls::run(rig, plan);
     }
     if only.iter().any(|s| s == "sni") {
-        sni::run(&mut rig, plan);
+        sni::run(rig, plan);
     }
     if only.iter().any(|s| s == "filters") {
-        filters::run(&mut rig, plan);
+        filters::run(rig, plan);
     }
     if only.iter().any(|s| s == "identity") {
-        identity::run(&mut rig, plan);
+        identity::run(rig, plan);
     }
     if only.iter().any(|s| s == "handshakes") {
-        identity::handshakes(&rig, plan.reps.min(5));
+        identity::handshakes(rig, plan.reps.min(5));
     }
     if only.iter().any(|s| s == "memory") {
-        memory::run(&rig, plan.reps.min(3), connections);
+        memory::run(rig, plan.reps.min(3), connections);
     }
     if only.iter().any(|s| s == "reload") {
-        reload::run(&mut rig, plan.reps.min(3), plan.rate);
+        reload::run(rig, plan.reps.min(3), plan.rate);
     }
     if only.iter().any(|s| s == "sweep") {
-        sweep::run(&mut rig, plan);
+        sweep::run(rig, plan);
     }
     if only.iter().any(|s| s == "tail") {
-        tail::run(&mut rig, plan);
+        tail::run(rig, plan);
     }
     if only.iter().any(|s| s == "syscalls") {
-        syscalls::run(&mut rig, requests);
+        syscalls::run(rig, requests);
     }
-    rig.proxy.assert_clean_logs();
 }
 
 fn usage(problem: &str) -> ! {

@@ -29,6 +29,11 @@ use sluice_tests::{config, python};
 
 use crate::haproxy::{Frontend, Haproxy, start_haproxy};
 
+mod clusters;
+
+pub(crate) use clusters::SCRAM_USER;
+use clusters::{BY_PRINCIPAL, FILTERS, MTLS, scram_cluster};
+
 /// How a client reaches the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Path {
@@ -76,50 +81,6 @@ impl Path {
 /// The SNI cluster's name and the domain of its server names.
 const SNI_CLUSTER: &str = "bench-sni";
 const SNI_DOMAIN: &str = "bench-sni.sni.bench";
-
-/// The filtered cluster's filters: a topic policy that must look at every
-/// request's topics (a deny rule, then an allow rule over the benchmark's
-/// topics, default deny: a policy that allowed everything outright would
-/// never be consulted) and allows all the benchmark does, and a quota of
-/// 100 GB/s each way per cluster and per client id, metered and never
-/// reached.
-const FILTERS: &str = "    filters:
-      - type: topic-policy
-        config:
-          default: deny
-          rules:
-            - { deny: [all], topics: [\"private-*\"] }
-            - { allow: [all], topics: [\"bench-*\"] }
-      - type: quota
-        config:
-          produceBytesPerSecond: 100000000000
-          fetchBytesPerSecond: 100000000000
-          perClientId: { produceBytesPerSecond: 100000000000, fetchBytesPerSecond: 100000000000 }
-          connectionsPerSecond: 100000
-";
-
-/// The SCRAM path's user.
-pub(crate) const SCRAM_USER: [&str; 2] = ["bench", "bench-pw"];
-
-/// The identity clusters' gateway TLS (`{cert}`, `{key}`, `{ca}` filled)
-/// and `authentication`: the client certificate's subject is its
-/// principal.
-const MTLS: &str = "      tls: { certFile: \"{cert}\", keyFile: \"{key}\", clientCaFile: \"{ca}\" }
-    authentication:
-      mtls: { principals: [{ from: subject }] }
-      required: true
-";
-
-/// A topic policy keyed on the benchmark client's principal that judges
-/// every request (a deny rule first, default deny) and allows all it does.
-const BY_PRINCIPAL: &str = "    filters:
-      - type: topic-policy
-        config:
-          default: deny
-          rules:
-            - { deny: [all], topics: [\"private-*\"] }
-            - { allow: [all], topics: [\"bench-*\"], principals: [\"CN=client*\"] }
-";
 
 /// The running peers.
 pub(crate) struct Rig {
@@ -317,37 +278,6 @@ impl Rig {
             .expect("run tansu topic delete");
         assert!(out.status.success(), "tansu topic delete {name}");
     }
-}
-
-/// The SCRAM cluster's gateway `tls` and `authentication`: its
-/// credentials file (written in `dir` by `sluice-proxy scram-credential`)
-/// holds [`SCRAM_USER`].
-fn scram_cluster(dir: &std::path::Path, tls: &str) -> String {
-    use std::io::Write;
-    let [user, password] = SCRAM_USER;
-    let mut child = Command::new(sluice_testkit::bin("sluice-proxy"))
-        .args([
-            "scram-credential",
-            "--user",
-            user,
-            "--mechanism",
-            "SCRAM-SHA-512",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run sluice-proxy scram-credential");
-    let mut stdin = child.stdin.take().expect("its stdin");
-    writeln!(stdin, "{password}").expect("write the password");
-    drop(stdin);
-    let out = child.wait_with_output().expect("its credential line");
-    assert!(out.status.success(), "scram-credential: {out:?}");
-    let file = dir.join("users.scram");
-    std::fs::write(&file, out.stdout).expect("write the credentials file");
-    format!(
-        "{tls}    authentication:\n      sasl: {{ mechanisms: [SCRAM-SHA-512], credentialsFile: \"{}\" }}\n      required: true\n",
-        file.display()
-    )
 }
 
 /// This process's soft limit on open files, which the servers it starts
