@@ -116,10 +116,14 @@ fn modifying_a_cluster_on_the_same_ports_refuses_no_connection_and_loses_no_acke
     let tansu = Tansu::start();
     tansu.create_topic("hot", 2);
     let p = ports(2);
-    // Each version lists the broker once more: a modification.
+    // Each version lists the broker once more: a modification. The drain
+    // outlasts the longest request tansu holds (a JoinGroup of the
+    // clients' rebalance, half their 10 s session timeout): a connection
+    // forced at the deadline would then be one not ended at a request
+    // boundary, not one whose JoinGroup a loaded machine kept past 3 s.
     let hot = |times: usize| {
         config(
-            "3s",
+            "10s",
             &[listed_times(
                 &cluster("hot", &tansu.addr, p, ""),
                 &tansu.addr,
