@@ -15,6 +15,7 @@
 //! - [`policy`]: a topic policy applied per topic: forward, answer, or split and merge
 //! - [`resources`]: groups and transactional ids named by requests, and their refusals
 //! - [`session`]: Fetch sessions (KIP-227): read from a request's first bytes, reset
+//! - [`tenancy`]: a tenant's prefix on every name it sends, off every name it gets
 //! - [`throttle`]: `throttle_time_ms` set in responses the proxy throttles
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -31,6 +32,7 @@ pub mod rewrite;
 pub mod session;
 mod splice;
 pub mod streamed;
+pub mod tenancy;
 pub mod throttle;
 pub mod versions;
 pub mod wire;

@@ -85,9 +85,9 @@ fn value(
         // One byte may be a boolean, which the crate writes back as 0 or 1.
         Ty::Fixed(1) => out.push(1 - u8::from(!full && e.below(2) == 0)),
         Ty::Fixed(n) => out.extend((0..*n).map(|_| e.next() as u8)),
-        Ty::String | Ty::Bytes => {
+        Ty::String | Ty::Name(_) | Ty::Message | Ty::Bytes => {
             let n = e.below(4) as usize;
-            let width = if matches!(ty, Ty::String) { 2 } else { 4 };
+            let width = if matches!(ty, Ty::Bytes) { 4 } else { 2 };
             length(out, flexible, width, n);
             out.extend((0..n).map(|_| b'a' + e.below(26) as u8));
         }

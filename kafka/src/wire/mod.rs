@@ -23,8 +23,11 @@ mod schemas;
 pub mod arbitrary;
 
 mod fetch;
+mod rename;
 #[cfg(test)]
 mod tests;
+
+pub use rename::{Entity, Names, Renamed, rename};
 
 pub(crate) use fetch::{FetchPart, check_tagged, fetch_part};
 
@@ -42,6 +45,10 @@ pub(crate) enum Ty {
     Fixed(usize),
     /// A string; compact (unsigned varint length + 1) in flexible versions.
     String,
+    /// A string naming what a tenant's prefix applies to (`rename`).
+    Name(Entity),
+    /// A string that is an error message (a name in it is a tenant's too).
+    Message,
     /// Bytes; compact in flexible versions.
     Bytes,
     /// An array; compact in flexible versions.
@@ -139,11 +146,14 @@ impl fmt::Display for Malformed {
     }
 }
 
-/// The layout of `api`'s response, where the proxy has one (for tests of
-/// the answers it makes).
-#[cfg(test)]
-pub(crate) fn response_schema(api: kafka_protocol::messages::ApiKey) -> Option<&'static Schema> {
+/// The layouts of `api`'s response and request, where the proxy has them.
+pub fn response_schema(api: kafka_protocol::messages::ApiKey) -> Option<&'static Schema> {
     schemas::response(api)
+}
+
+/// The layout of `api`'s request, where the proxy has one.
+pub fn request_schema(api: kafka_protocol::messages::ApiKey) -> Option<&'static Schema> {
+    schemas::request(api)
 }
 
 /// Walks `bytes` as a `schema` message at `version`; returns how many bytes
@@ -338,7 +348,7 @@ impl Walk<'_> {
     fn ty(&mut self, ty: &Ty, version: i16, flexible: bool) -> Step {
         match ty {
             Ty::Fixed(n) => self.take(*n).map(drop),
-            Ty::String => {
+            Ty::String | Ty::Name(_) | Ty::Message => {
                 if let Some(n) = self.length(flexible, 2)? {
                     self.take(n)?;
                 }

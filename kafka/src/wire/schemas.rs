@@ -5,7 +5,7 @@
 
 use kafka_protocol::messages::*;
 
-use super::{Checked, MAX, Schema, Ty, field, tagged};
+use super::{Checked, Entity, MAX, Schema, Ty, field, tagged};
 
 /// `ApiVersionsResponse`.
 pub(super) static API_VERSIONS_RESPONSE: Schema = Schema {
@@ -98,7 +98,7 @@ pub(super) static PRODUCE_RESPONSE_TOPIC_PRODUCE_RESPONSE: Schema = Schema {
     versions: (3, 13),
     flexible: 9,
     fields: &[
-        field("name", 0, 12, Ty::String),
+        field("name", 0, 12, Ty::Name(Entity::Topic)),
         field("topic_id", 13, MAX, Ty::Fixed(16)),
         field("partition_responses", 0, MAX, Ty::Array(&Ty::Struct(&PRODUCE_RESPONSE_PARTITION_PRODUCE_RESPONSE))),
     ],
@@ -117,7 +117,7 @@ pub(super) static PRODUCE_RESPONSE_PARTITION_PRODUCE_RESPONSE: Schema = Schema {
         field("log_append_time_ms", 0, MAX, Ty::Fixed(8)),
         field("log_start_offset", 5, MAX, Ty::Fixed(8)),
         field("record_errors", 8, MAX, Ty::Array(&Ty::Struct(&PRODUCE_RESPONSE_BATCH_INDEX_AND_ERROR_MESSAGE))),
-        field("error_message", 8, MAX, Ty::String),
+        field("error_message", 8, MAX, Ty::Message),
     ],
     tagged: &[
         tagged(0, "current_leader", 10, MAX, Ty::Struct(&PRODUCE_RESPONSE_LEADER_ID_AND_EPOCH)),
@@ -184,7 +184,7 @@ pub(super) static FETCH_RESPONSE_FETCHABLE_TOPIC_RESPONSE: Schema = Schema {
     versions: (4, 18),
     flexible: 12,
     fields: &[
-        field("topic", 0, 12, Ty::String),
+        field("topic", 0, 12, Ty::Name(Entity::Topic)),
         field("topic_id", 13, MAX, Ty::Fixed(16)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_RESPONSE_PARTITION_DATA))),
     ],
@@ -285,7 +285,7 @@ pub(super) static METADATA_RESPONSE_METADATA_RESPONSE_TOPIC: Schema = Schema {
     flexible: 9,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 10, MAX, Ty::Fixed(16)),
         field("is_internal", 1, MAX, Ty::Fixed(1)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&METADATA_RESPONSE_METADATA_RESPONSE_PARTITION))),
@@ -333,7 +333,7 @@ pub(super) static FIND_COORDINATOR_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
         field("error_code", 0, 3, Ty::Fixed(2)),
-        field("error_message", 1, 3, Ty::String),
+        field("error_message", 1, 3, Ty::Message),
         field("node_id", 0, 3, Ty::Fixed(4)),
         field("host", 0, 3, Ty::String),
         field("port", 0, 3, Ty::Fixed(4)),
@@ -348,12 +348,12 @@ pub(super) static FIND_COORDINATOR_RESPONSE_COORDINATOR: Schema = Schema {
     versions: (0, 6),
     flexible: 3,
     fields: &[
-        field("key", 4, MAX, Ty::String),
+        field("key", 4, MAX, Ty::Name(Entity::Coordinator)),
         field("node_id", 4, MAX, Ty::Fixed(4)),
         field("host", 4, MAX, Ty::String),
         field("port", 4, MAX, Ty::Fixed(4)),
         field("error_code", 4, MAX, Ty::Fixed(2)),
-        field("error_message", 4, MAX, Ty::String),
+        field("error_message", 4, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -391,7 +391,7 @@ pub(super) static VOTE_RESPONSE_TOPIC_DATA: Schema = Schema {
     versions: (0, 2),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&VOTE_RESPONSE_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -445,7 +445,7 @@ pub(super) static BEGIN_QUORUM_EPOCH_RESPONSE_TOPIC_DATA: Schema = Schema {
     versions: (0, 1),
     flexible: 1,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&BEGIN_QUORUM_EPOCH_RESPONSE_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -498,7 +498,7 @@ pub(super) static END_QUORUM_EPOCH_RESPONSE_TOPIC_DATA: Schema = Schema {
     versions: (0, 1),
     flexible: 1,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_RESPONSE_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -525,7 +525,7 @@ pub(super) static DESCRIBE_QUORUM_RESPONSE: Schema = Schema {
     flexible: 0,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 2, MAX, Ty::String),
+        field("error_message", 2, MAX, Ty::Message),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA))),
         field("nodes", 2, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_NODE))),
     ],
@@ -563,7 +563,7 @@ pub(super) static DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA: Schema = Schema {
     versions: (0, 2),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -577,7 +577,7 @@ pub(super) static DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA: Schema = Schema {
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 2, MAX, Ty::String),
+        field("error_message", 2, MAX, Ty::Message),
         field("leader_id", 0, MAX, Ty::Fixed(4)),
         field("leader_epoch", 0, MAX, Ty::Fixed(4)),
         field("high_watermark", 0, MAX, Ty::Fixed(8)),
@@ -636,7 +636,7 @@ pub(super) static FETCH_SNAPSHOT_RESPONSE_TOPIC_SNAPSHOT: Schema = Schema {
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_SNAPSHOT_RESPONSE_PARTITION_SNAPSHOT))),
     ],
     tagged: &[],
@@ -692,7 +692,7 @@ pub(super) static DESCRIBE_CLUSTER_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("endpoint_type", 1, MAX, Ty::Fixed(1)),
         field("cluster_id", 0, MAX, Ty::String),
         field("controller_id", 0, MAX, Ty::Fixed(4)),
@@ -725,7 +725,7 @@ pub(super) static SHARE_FETCH_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("acquisition_lock_timeout_ms", 0, MAX, Ty::Fixed(4)),
         field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_SHARE_FETCHABLE_TOPIC_RESPONSE))),
         field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_FETCH_RESPONSE_NODE_ENDPOINT))),
@@ -767,7 +767,7 @@ pub(super) static SHARE_FETCH_RESPONSE_PARTITION_DATA: Schema = Schema {
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("acknowledge_error_code", 0, MAX, Ty::Fixed(2)),
         field("acknowledge_error_message", 0, MAX, Ty::String),
         field("current_leader", 0, MAX, Ty::Struct(&SHARE_FETCH_RESPONSE_LEADER_ID_AND_EPOCH)),
@@ -810,7 +810,7 @@ pub(super) static SHARE_ACKNOWLEDGE_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("responses", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_SHARE_ACKNOWLEDGE_TOPIC_RESPONSE))),
         field("node_endpoints", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_NODE_ENDPOINT))),
     ],
@@ -851,7 +851,7 @@ pub(super) static SHARE_ACKNOWLEDGE_RESPONSE_PARTITION_DATA: Schema = Schema {
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("current_leader", 0, MAX, Ty::Struct(&SHARE_ACKNOWLEDGE_RESPONSE_LEADER_ID_AND_EPOCH)),
     ],
     tagged: &[],
@@ -888,7 +888,7 @@ pub(super) static CREATE_TOPICS_REQUEST_CREATABLE_TOPIC: Schema = Schema {
     versions: (2, 7),
     flexible: 5,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("num_partitions", 0, MAX, Ty::Fixed(4)),
         field("replication_factor", 0, MAX, Ty::Fixed(2)),
         field("assignments", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_TOPICS_REQUEST_CREATABLE_REPLICA_ASSIGNMENT))),
@@ -928,7 +928,7 @@ pub(super) static DELETE_TOPICS_REQUEST: Schema = Schema {
     flexible: 4,
     fields: &[
         field("topics", 6, MAX, Ty::Array(&Ty::Struct(&DELETE_TOPICS_REQUEST_DELETE_TOPIC_STATE))),
-        field("topic_names", 0, 5, Ty::Array(&Ty::String)),
+        field("topic_names", 0, 5, Ty::Array(&Ty::Name(Entity::Topic))),
         field("timeout_ms", 0, MAX, Ty::Fixed(4)),
     ],
     tagged: &[],
@@ -940,7 +940,7 @@ pub(super) static DELETE_TOPICS_REQUEST_DELETE_TOPIC_STATE: Schema = Schema {
     versions: (1, 6),
     flexible: 4,
     fields: &[
-        field("name", 6, MAX, Ty::String),
+        field("name", 6, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 6, MAX, Ty::Fixed(16)),
     ],
     tagged: &[],
@@ -964,7 +964,7 @@ pub(super) static DELETE_RECORDS_REQUEST_DELETE_RECORDS_TOPIC: Schema = Schema {
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_RECORDS_REQUEST_DELETE_RECORDS_PARTITION))),
     ],
     tagged: &[],
@@ -1057,7 +1057,7 @@ pub(super) static ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Schema = Schema 
     flexible: 2,
     fields: &[
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
         field("configs", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
     ],
     tagged: &[],
@@ -1094,7 +1094,7 @@ pub(super) static CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_TOPIC: Schema = Sc
     versions: (0, 3),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("count", 0, MAX, Ty::Fixed(4)),
         field("assignments", 0, MAX, Ty::Array(&Ty::Struct(&CREATE_PARTITIONS_REQUEST_CREATE_PARTITIONS_ASSIGNMENT))),
     ],
@@ -1118,7 +1118,7 @@ pub(super) static DELETE_GROUPS_REQUEST: Schema = Schema {
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("groups_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("groups_names", 0, MAX, Ty::Array(&Ty::Name(Entity::Group))),
     ],
     tagged: &[],
 };
@@ -1142,7 +1142,7 @@ pub(super) static INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTER_CONFIGS_RESOURCE: Sche
     flexible: 1,
     fields: &[
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
         field("configs", 0, MAX, Ty::Array(&Ty::Struct(&INCREMENTAL_ALTER_CONFIGS_REQUEST_ALTERABLE_CONFIG))),
     ],
     tagged: &[],
@@ -1167,7 +1167,7 @@ pub(super) static PRODUCE_REQUEST: Schema = Schema {
     versions: (3, 13),
     flexible: 9,
     fields: &[
-        field("transactional_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
         field("acks", 0, MAX, Ty::Fixed(2)),
         field("timeout_ms", 0, MAX, Ty::Fixed(4)),
         field("topic_data", 0, MAX, Ty::Array(&Ty::Struct(&PRODUCE_REQUEST_TOPIC_PRODUCE_DATA))),
@@ -1181,7 +1181,7 @@ pub(super) static PRODUCE_REQUEST_TOPIC_PRODUCE_DATA: Schema = Schema {
     versions: (3, 13),
     flexible: 9,
     fields: &[
-        field("name", 0, 12, Ty::String),
+        field("name", 0, 12, Ty::Name(Entity::Topic)),
         field("topic_id", 13, MAX, Ty::Fixed(16)),
         field("partition_data", 0, MAX, Ty::Array(&Ty::Struct(&PRODUCE_REQUEST_PARTITION_PRODUCE_DATA))),
     ],
@@ -1241,7 +1241,7 @@ pub(super) static FETCH_REQUEST_FORGOTTEN_TOPIC: Schema = Schema {
     versions: (4, 18),
     flexible: 12,
     fields: &[
-        field("topic", 7, 12, Ty::String),
+        field("topic", 7, 12, Ty::Name(Entity::Topic)),
         field("topic_id", 13, MAX, Ty::Fixed(16)),
         field("partitions", 7, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
@@ -1254,7 +1254,7 @@ pub(super) static FETCH_REQUEST_FETCH_TOPIC: Schema = Schema {
     versions: (4, 18),
     flexible: 12,
     fields: &[
-        field("topic", 0, 12, Ty::String),
+        field("topic", 0, 12, Ty::Name(Entity::Topic)),
         field("topic_id", 13, MAX, Ty::Fixed(16)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_REQUEST_FETCH_PARTITION))),
     ],
@@ -1300,7 +1300,7 @@ pub(super) static LIST_OFFSETS_REQUEST_LIST_OFFSETS_TOPIC: Schema = Schema {
     versions: (1, 10),
     flexible: 6,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_REQUEST_LIST_OFFSETS_PARTITION))),
     ],
     tagged: &[],
@@ -1337,7 +1337,7 @@ pub(super) static LIST_OFFSETS_RESPONSE_LIST_OFFSETS_TOPIC_RESPONSE: Schema = Sc
     versions: (1, 10),
     flexible: 6,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_OFFSETS_RESPONSE_LIST_OFFSETS_PARTITION_RESPONSE))),
     ],
     tagged: &[],
@@ -1379,7 +1379,7 @@ pub(super) static METADATA_REQUEST_METADATA_REQUEST_TOPIC: Schema = Schema {
     flexible: 9,
     fields: &[
         field("topic_id", 10, MAX, Ty::Fixed(16)),
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
     ],
     tagged: &[],
 };
@@ -1390,7 +1390,7 @@ pub(super) static OFFSET_COMMIT_REQUEST: Schema = Schema {
     versions: (2, 9),
     flexible: 8,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("generation_id_or_member_epoch", 0, MAX, Ty::Fixed(4)),
         field("member_id", 0, MAX, Ty::String),
         field("group_instance_id", 7, MAX, Ty::String),
@@ -1406,7 +1406,7 @@ pub(super) static OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_TOPIC: Schema = Sc
     versions: (2, 9),
     flexible: 8,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_REQUEST_OFFSET_COMMIT_REQUEST_PARTITION))),
     ],
     tagged: &[],
@@ -1444,7 +1444,7 @@ pub(super) static OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_TOPIC: Schema = 
     versions: (2, 10),
     flexible: 8,
     fields: &[
-        field("name", 0, 9, Ty::String),
+        field("name", 0, 9, Ty::Name(Entity::Topic)),
         field("topic_id", 10, MAX, Ty::Fixed(16)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_COMMIT_RESPONSE_OFFSET_COMMIT_RESPONSE_PARTITION))),
     ],
@@ -1469,7 +1469,7 @@ pub(super) static OFFSET_FETCH_REQUEST: Schema = Schema {
     versions: (1, 9),
     flexible: 6,
     fields: &[
-        field("group_id", 0, 7, Ty::String),
+        field("group_id", 0, 7, Ty::Name(Entity::Group)),
         field("topics", 0, 7, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPIC))),
         field("groups", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_GROUP))),
         field("require_stable", 7, MAX, Ty::Fixed(1)),
@@ -1483,7 +1483,7 @@ pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_GROUP: Schema = Sche
     versions: (1, 9),
     flexible: 6,
     fields: &[
-        field("group_id", 8, MAX, Ty::String),
+        field("group_id", 8, MAX, Ty::Name(Entity::Group)),
         field("member_id", 9, MAX, Ty::String),
         field("member_epoch", 9, MAX, Ty::Fixed(4)),
         field("topics", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPICS))),
@@ -1497,7 +1497,7 @@ pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPICS: Schema = Sch
     versions: (1, 9),
     flexible: 6,
     fields: &[
-        field("name", 8, MAX, Ty::String),
+        field("name", 8, MAX, Ty::Name(Entity::Topic)),
         field("partition_indexes", 8, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -1509,7 +1509,7 @@ pub(super) static OFFSET_FETCH_REQUEST_OFFSET_FETCH_REQUEST_TOPIC: Schema = Sche
     versions: (1, 9),
     flexible: 6,
     fields: &[
-        field("name", 0, 7, Ty::String),
+        field("name", 0, 7, Ty::Name(Entity::Topic)),
         field("partition_indexes", 0, 7, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -1535,7 +1535,7 @@ pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_GROUP: Schema = Sc
     versions: (1, 10),
     flexible: 6,
     fields: &[
-        field("group_id", 8, MAX, Ty::String),
+        field("group_id", 8, MAX, Ty::Name(Entity::Group)),
         field("topics", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPICS))),
         field("error_code", 8, MAX, Ty::Fixed(2)),
     ],
@@ -1548,7 +1548,7 @@ pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPICS: Schema = S
     versions: (1, 10),
     flexible: 6,
     fields: &[
-        field("name", 8, 9, Ty::String),
+        field("name", 8, 9, Ty::Name(Entity::Topic)),
         field("topic_id", 10, MAX, Ty::Fixed(16)),
         field("partitions", 8, MAX, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITIONS))),
     ],
@@ -1576,7 +1576,7 @@ pub(super) static OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_TOPIC: Schema = Sc
     versions: (1, 10),
     flexible: 6,
     fields: &[
-        field("name", 0, 7, Ty::String),
+        field("name", 0, 7, Ty::Name(Entity::Topic)),
         field("partitions", 0, 7, Ty::Array(&Ty::Struct(&OFFSET_FETCH_RESPONSE_OFFSET_FETCH_RESPONSE_PARTITION))),
     ],
     tagged: &[],
@@ -1615,10 +1615,10 @@ pub(super) static CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_RESULT: Schema = Schema
     versions: (2, 7),
     flexible: 5,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 7, MAX, Ty::Fixed(16)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("num_partitions", 5, MAX, Ty::Fixed(4)),
         field("replication_factor", 5, MAX, Ty::Fixed(2)),
         field("configs", 5, MAX, Ty::Array(&Ty::Struct(&CREATE_TOPICS_RESPONSE_CREATABLE_TOPIC_CONFIGS))),
@@ -1661,10 +1661,10 @@ pub(super) static DELETE_TOPICS_RESPONSE_DELETABLE_TOPIC_RESULT: Schema = Schema
     versions: (1, 6),
     flexible: 4,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 6, MAX, Ty::Fixed(16)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 5, MAX, Ty::String),
+        field("error_message", 5, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -1687,7 +1687,7 @@ pub(super) static DELETE_RECORDS_RESPONSE_DELETE_RECORDS_TOPIC_RESULT: Schema = 
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_RECORDS_RESPONSE_DELETE_RECORDS_PARTITION_RESULT))),
     ],
     tagged: &[],
@@ -1724,7 +1724,7 @@ pub(super) static OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_TOPIC: Schem
     versions: (2, 4),
     flexible: 4,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_REQUEST_OFFSET_FOR_LEADER_PARTITION))),
     ],
     tagged: &[],
@@ -1761,7 +1761,7 @@ pub(super) static OFFSET_FOR_LEADER_EPOCH_RESPONSE_OFFSET_FOR_LEADER_TOPIC_RESUL
     versions: (2, 4),
     flexible: 4,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_FOR_LEADER_EPOCH_RESPONSE_EPOCH_END_OFFSET))),
     ],
     tagged: &[],
@@ -1788,7 +1788,7 @@ pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST: Schema = Schema {
     flexible: 3,
     fields: &[
         field("transactions", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TRANSACTION))),
-        field("v3_and_below_transactional_id", 0, 3, Ty::String),
+        field("v3_and_below_transactional_id", 0, 3, Ty::Name(Entity::TransactionalId)),
         field("v3_and_below_producer_id", 0, 3, Ty::Fixed(8)),
         field("v3_and_below_producer_epoch", 0, 3, Ty::Fixed(2)),
         field("v3_and_below_topics", 0, 3, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TOPIC))),
@@ -1802,7 +1802,7 @@ pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TOPIC: Sch
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -1814,7 +1814,7 @@ pub(super) static ADD_PARTITIONS_TO_TXN_REQUEST_ADD_PARTITIONS_TO_TXN_TRANSACTIO
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("transactional_id", 4, MAX, Ty::String),
+        field("transactional_id", 4, MAX, Ty::Name(Entity::TransactionalId)),
         field("producer_id", 4, MAX, Ty::Fixed(8)),
         field("producer_epoch", 4, MAX, Ty::Fixed(2)),
         field("verify_only", 4, MAX, Ty::Fixed(1)),
@@ -1843,7 +1843,7 @@ pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_TOPIC_RES
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("results_by_partition", 0, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_PARTITION_RESULT))),
     ],
     tagged: &[],
@@ -1867,7 +1867,7 @@ pub(super) static ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_RESULT: S
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("transactional_id", 4, MAX, Ty::String),
+        field("transactional_id", 4, MAX, Ty::Name(Entity::TransactionalId)),
         field("topic_results", 4, MAX, Ty::Array(&Ty::Struct(&ADD_PARTITIONS_TO_TXN_RESPONSE_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT))),
     ],
     tagged: &[],
@@ -1905,7 +1905,7 @@ pub(super) static WRITE_TXN_MARKERS_REQUEST_WRITABLE_TXN_MARKER_TOPIC: Schema = 
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -1940,7 +1940,7 @@ pub(super) static WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_TOPIC_RESULT: S
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&WRITE_TXN_MARKERS_RESPONSE_WRITABLE_TXN_MARKER_PARTITION_RESULT))),
     ],
     tagged: &[],
@@ -1964,8 +1964,8 @@ pub(super) static TXN_OFFSET_COMMIT_REQUEST: Schema = Schema {
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("transactional_id", 0, MAX, Ty::String),
-        field("group_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("producer_id", 0, MAX, Ty::Fixed(8)),
         field("producer_epoch", 0, MAX, Ty::Fixed(2)),
         field("generation_id", 3, MAX, Ty::Fixed(4)),
@@ -1982,7 +1982,7 @@ pub(super) static TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_TOPIC: Sch
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_REQUEST_TXN_OFFSET_COMMIT_REQUEST_PARTITION))),
     ],
     tagged: &[],
@@ -2020,7 +2020,7 @@ pub(super) static TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_TOPIC: S
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&TXN_OFFSET_COMMIT_RESPONSE_TXN_OFFSET_COMMIT_RESPONSE_PARTITION))),
     ],
     tagged: &[],
@@ -2063,7 +2063,7 @@ pub(super) static DESCRIBE_ACLS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("resources", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_ACLS_RESPONSE_DESCRIBE_ACLS_RESOURCE))),
     ],
     tagged: &[],
@@ -2116,7 +2116,7 @@ pub(super) static CREATE_ACLS_RESPONSE_ACL_CREATION_RESULT: Schema = Schema {
     flexible: 2,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -2140,7 +2140,7 @@ pub(super) static DELETE_ACLS_RESPONSE_DELETE_ACLS_FILTER_RESULT: Schema = Schem
     flexible: 2,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("matching_acls", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_ACLS_RESPONSE_DELETE_ACLS_MATCHING_ACL))),
     ],
     tagged: &[],
@@ -2153,7 +2153,7 @@ pub(super) static DELETE_ACLS_RESPONSE_DELETE_ACLS_MATCHING_ACL: Schema = Schema
     flexible: 2,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("resource_type", 0, MAX, Ty::Fixed(1)),
         field("resource_name", 0, MAX, Ty::String),
         field("pattern_type", 0, MAX, Ty::Fixed(1)),
@@ -2185,7 +2185,7 @@ pub(super) static DESCRIBE_CONFIGS_REQUEST_DESCRIBE_CONFIGS_RESOURCE: Schema = S
     flexible: 4,
     fields: &[
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
         field("configuration_keys", 0, MAX, Ty::Array(&Ty::String)),
     ],
     tagged: &[],
@@ -2210,9 +2210,9 @@ pub(super) static DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESULT: Schema = Sc
     flexible: 4,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
         field("configs", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CONFIGS_RESPONSE_DESCRIBE_CONFIGS_RESOURCE_RESULT))),
     ],
     tagged: &[],
@@ -2268,9 +2268,9 @@ pub(super) static ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESPONSE: Schema
     flexible: 2,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
     ],
     tagged: &[],
 };
@@ -2304,7 +2304,7 @@ pub(super) static ALTER_REPLICA_LOG_DIRS_REQUEST_ALTER_REPLICA_LOG_DIR_TOPIC: Sc
     versions: (1, 2),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -2328,7 +2328,7 @@ pub(super) static ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_TOPIC_RE
     versions: (1, 2),
     flexible: 2,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_REPLICA_LOG_DIRS_RESPONSE_ALTER_REPLICA_LOG_DIR_PARTITION_RESULT))),
     ],
     tagged: &[],
@@ -2363,7 +2363,7 @@ pub(super) static DESCRIBE_LOG_DIRS_REQUEST_DESCRIBABLE_LOG_DIR_TOPIC: Schema = 
     versions: (1, 4),
     flexible: 2,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -2403,7 +2403,7 @@ pub(super) static DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_TOPIC: Schema = S
     versions: (1, 4),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_LOG_DIRS_RESPONSE_DESCRIBE_LOG_DIRS_PARTITION))),
     ],
     tagged: &[],
@@ -2441,9 +2441,9 @@ pub(super) static CREATE_PARTITIONS_RESPONSE_CREATE_PARTITIONS_TOPIC_RESULT: Sch
     versions: (0, 3),
     flexible: 2,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -2466,7 +2466,7 @@ pub(super) static DELETE_GROUPS_RESPONSE_DELETABLE_GROUP_RESULT: Schema = Schema
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
     ],
     tagged: &[],
@@ -2491,7 +2491,7 @@ pub(super) static ELECT_LEADERS_REQUEST_TOPIC_PARTITIONS: Schema = Schema {
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -2516,7 +2516,7 @@ pub(super) static ELECT_LEADERS_RESPONSE_REPLICA_ELECTION_RESULT: Schema = Schem
     versions: (0, 2),
     flexible: 2,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_result", 0, MAX, Ty::Array(&Ty::Struct(&ELECT_LEADERS_RESPONSE_PARTITION_RESULT))),
     ],
     tagged: &[],
@@ -2530,7 +2530,7 @@ pub(super) static ELECT_LEADERS_RESPONSE_PARTITION_RESULT: Schema = Schema {
     fields: &[
         field("partition_id", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -2554,9 +2554,9 @@ pub(super) static INCREMENTAL_ALTER_CONFIGS_RESPONSE_ALTER_CONFIGS_RESOURCE_RESP
     flexible: 1,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("resource_type", 0, MAX, Ty::Fixed(1)),
-        field("resource_name", 0, MAX, Ty::String),
+        field("resource_name", 0, MAX, Ty::Name(Entity::Resource)),
     ],
     tagged: &[],
 };
@@ -2580,7 +2580,7 @@ pub(super) static ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_TOPIC: Sche
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_REQUEST_REASSIGNABLE_PARTITION))),
     ],
     tagged: &[],
@@ -2607,7 +2607,7 @@ pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Schema = Schema {
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("allow_replication_factor_change", 1, MAX, Ty::Fixed(1)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("responses", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_TOPIC_RESPONSE))),
     ],
     tagged: &[],
@@ -2619,7 +2619,7 @@ pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_TOPIC_RESP
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_PARTITION_RESPONSE))),
     ],
     tagged: &[],
@@ -2633,7 +2633,7 @@ pub(super) static ALTER_PARTITION_REASSIGNMENTS_RESPONSE_REASSIGNABLE_PARTITION_
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -2656,7 +2656,7 @@ pub(super) static LIST_PARTITION_REASSIGNMENTS_REQUEST_LIST_PARTITION_REASSIGNME
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -2670,7 +2670,7 @@ pub(super) static LIST_PARTITION_REASSIGNMENTS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_TOPIC_REASSIGNMENT))),
     ],
     tagged: &[],
@@ -2682,7 +2682,7 @@ pub(super) static LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_TOPIC_REASSIGNME
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&LIST_PARTITION_REASSIGNMENTS_RESPONSE_ONGOING_PARTITION_REASSIGNMENT))),
     ],
     tagged: &[],
@@ -2708,7 +2708,7 @@ pub(super) static OFFSET_DELETE_REQUEST: Schema = Schema {
     versions: (0, 0),
     flexible: 32767,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_TOPIC))),
     ],
     tagged: &[],
@@ -2720,7 +2720,7 @@ pub(super) static OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_TOPIC: Schema = Sc
     versions: (0, 0),
     flexible: 32767,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_REQUEST_OFFSET_DELETE_REQUEST_PARTITION))),
     ],
     tagged: &[],
@@ -2756,7 +2756,7 @@ pub(super) static OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_TOPIC: Schema = 
     versions: (0, 0),
     flexible: 32767,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&OFFSET_DELETE_RESPONSE_OFFSET_DELETE_RESPONSE_PARTITION))),
     ],
     tagged: &[],
@@ -2807,7 +2807,7 @@ pub(super) static DESCRIBE_CLIENT_QUOTAS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("entries", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA))),
     ],
     tagged: &[],
@@ -2917,7 +2917,7 @@ pub(super) static ALTER_CLIENT_QUOTAS_RESPONSE_ENTRY_DATA: Schema = Schema {
     flexible: 1,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("entity", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_CLIENT_QUOTAS_RESPONSE_ENTITY_DATA))),
     ],
     tagged: &[],
@@ -2965,7 +2965,7 @@ pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("results", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DESCRIBE_USER_SCRAM_CREDENTIALS_RESULT))),
     ],
     tagged: &[],
@@ -2979,7 +2979,7 @@ pub(super) static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DESCRIBE_USER_SCRAM_C
     fields: &[
         field("user", 0, MAX, Ty::String),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("credential_infos", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_CREDENTIAL_INFO))),
     ],
     tagged: &[],
@@ -3056,7 +3056,7 @@ pub(super) static ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ALTER_USER_SCRAM_CREDENT
     fields: &[
         field("user", 0, MAX, Ty::String),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -3080,7 +3080,7 @@ pub(super) static VOTE_REQUEST_TOPIC_DATA: Schema = Schema {
     versions: (0, 2),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&VOTE_REQUEST_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -3137,7 +3137,7 @@ pub(super) static BEGIN_QUORUM_EPOCH_REQUEST_TOPIC_DATA: Schema = Schema {
     versions: (0, 1),
     flexible: 1,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&BEGIN_QUORUM_EPOCH_REQUEST_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -3189,7 +3189,7 @@ pub(super) static END_QUORUM_EPOCH_REQUEST_TOPIC_DATA: Schema = Schema {
     versions: (0, 1),
     flexible: 1,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&END_QUORUM_EPOCH_REQUEST_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -3239,7 +3239,7 @@ pub(super) static DESCRIBE_QUORUM_REQUEST_TOPIC_DATA: Schema = Schema {
     versions: (0, 2),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_QUORUM_REQUEST_PARTITION_DATA))),
     ],
     tagged: &[],
@@ -3386,7 +3386,7 @@ pub(super) static UPDATE_FEATURES_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("results", 0, 1, Ty::Array(&Ty::Struct(&UPDATE_FEATURES_RESPONSE_UPDATABLE_FEATURE_RESULT))),
     ],
     tagged: &[],
@@ -3400,7 +3400,7 @@ pub(super) static UPDATE_FEATURES_RESPONSE_UPDATABLE_FEATURE_RESULT: Schema = Sc
     fields: &[
         field("feature", 0, MAX, Ty::String),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -3451,7 +3451,7 @@ pub(super) static FETCH_SNAPSHOT_REQUEST_TOPIC_SNAPSHOT: Schema = Schema {
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&FETCH_SNAPSHOT_REQUEST_PARTITION_SNAPSHOT))),
     ],
     tagged: &[],
@@ -3502,7 +3502,7 @@ pub(super) static DESCRIBE_PRODUCERS_REQUEST_TOPIC_REQUEST: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_indexes", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -3526,7 +3526,7 @@ pub(super) static DESCRIBE_PRODUCERS_RESPONSE_TOPIC_RESPONSE: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_RESPONSE_PARTITION_RESPONSE))),
     ],
     tagged: &[],
@@ -3540,7 +3540,7 @@ pub(super) static DESCRIBE_PRODUCERS_RESPONSE_PARTITION_RESPONSE: Schema = Schem
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("active_producers", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_PRODUCERS_RESPONSE_PRODUCER_STATE))),
     ],
     tagged: &[],
@@ -3672,7 +3672,7 @@ pub(super) static UNREGISTER_BROKER_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -3753,7 +3753,7 @@ pub(super) static CONTROLLER_REGISTRATION_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -3910,7 +3910,7 @@ pub(super) static DESCRIBE_TOPIC_PARTITIONS_REQUEST_CURSOR: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_index", 0, MAX, Ty::Fixed(4)),
     ],
     tagged: &[],
@@ -3922,7 +3922,7 @@ pub(super) static DESCRIBE_TOPIC_PARTITIONS_REQUEST_TOPIC_REQUEST: Schema = Sche
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
     ],
     tagged: &[],
 };
@@ -3946,7 +3946,7 @@ pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_CURSOR: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partition_index", 0, MAX, Ty::Fixed(4)),
     ],
     tagged: &[],
@@ -3959,7 +3959,7 @@ pub(super) static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_R
     flexible: 0,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("name", 0, MAX, Ty::String),
+        field("name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 0, MAX, Ty::Fixed(16)),
         field("is_internal", 0, MAX, Ty::Fixed(1)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_PARTITION))),
@@ -3993,7 +3993,7 @@ pub(super) static SHARE_FETCH_REQUEST: Schema = Schema {
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("member_id", 0, MAX, Ty::String),
         field("share_session_epoch", 0, MAX, Ty::Fixed(4)),
         field("max_wait_ms", 0, MAX, Ty::Fixed(4)),
@@ -4062,7 +4062,7 @@ pub(super) static SHARE_ACKNOWLEDGE_REQUEST: Schema = Schema {
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("member_id", 0, MAX, Ty::String),
         field("share_session_epoch", 0, MAX, Ty::Fixed(4)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&SHARE_ACKNOWLEDGE_REQUEST_ACKNOWLEDGE_TOPIC))),
@@ -4143,7 +4143,7 @@ pub(super) static ADD_RAFT_VOTER_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4169,7 +4169,7 @@ pub(super) static REMOVE_RAFT_VOTER_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4311,7 +4311,7 @@ pub(super) static INITIALIZE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema
     fields: &[
         field("partition", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4383,7 +4383,7 @@ pub(super) static READ_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Sch
     fields: &[
         field("partition", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("state_epoch", 0, MAX, Ty::Fixed(4)),
         field("start_offset", 0, MAX, Ty::Fixed(8)),
         field("state_batches", 0, MAX, Ty::Array(&Ty::Struct(&READ_SHARE_GROUP_STATE_RESPONSE_STATE_BATCH))),
@@ -4489,7 +4489,7 @@ pub(super) static WRITE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = Sc
     fields: &[
         field("partition", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4560,7 +4560,7 @@ pub(super) static DELETE_SHARE_GROUP_STATE_RESPONSE_PARTITION_RESULT: Schema = S
     fields: &[
         field("partition", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4632,7 +4632,7 @@ pub(super) static READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_PARTITION_RESULT: Sche
     fields: &[
         field("partition", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("state_epoch", 0, MAX, Ty::Fixed(4)),
         field("leader_epoch", 0, MAX, Ty::Fixed(4)),
         field("start_offset", 0, MAX, Ty::Fixed(8)),
@@ -4657,7 +4657,7 @@ pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFS
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
     ],
     tagged: &[],
@@ -4669,7 +4669,7 @@ pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_DESCRIBE_SHARE_GROUP_OFFS
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -4693,10 +4693,10 @@ pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFF
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4707,7 +4707,7 @@ pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFF
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 0, MAX, Ty::Fixed(16)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION))),
     ],
@@ -4724,7 +4724,7 @@ pub(super) static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_DESCRIBE_SHARE_GROUP_OFF
         field("start_offset", 0, MAX, Ty::Fixed(8)),
         field("leader_epoch", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4735,7 +4735,7 @@ pub(super) static ALTER_SHARE_GROUP_OFFSETS_REQUEST: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
     ],
     tagged: &[],
@@ -4747,7 +4747,7 @@ pub(super) static ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_RE
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_ALTER_SHARE_GROUP_OFFSETS_REQUEST_PARTITION))),
     ],
     tagged: &[],
@@ -4773,7 +4773,7 @@ pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("responses", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
     ],
     tagged: &[],
@@ -4785,7 +4785,7 @@ pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_R
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 0, MAX, Ty::Fixed(16)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Struct(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION))),
     ],
@@ -4800,7 +4800,7 @@ pub(super) static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_ALTER_SHARE_GROUP_OFFSETS_R
     fields: &[
         field("partition_index", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4811,7 +4811,7 @@ pub(super) static DELETE_SHARE_GROUP_OFFSETS_REQUEST: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("topics", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_OFFSETS_REQUEST_DELETE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC))),
     ],
     tagged: &[],
@@ -4823,7 +4823,7 @@ pub(super) static DELETE_SHARE_GROUP_OFFSETS_REQUEST_DELETE_SHARE_GROUP_OFFSETS_
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
     ],
     tagged: &[],
 };
@@ -4836,7 +4836,7 @@ pub(super) static DELETE_SHARE_GROUP_OFFSETS_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("responses", 0, MAX, Ty::Array(&Ty::Struct(&DELETE_SHARE_GROUP_OFFSETS_RESPONSE_DELETE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC))),
     ],
     tagged: &[],
@@ -4848,10 +4848,10 @@ pub(super) static DELETE_SHARE_GROUP_OFFSETS_RESPONSE_DELETE_SHARE_GROUP_OFFSETS
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("topic_id", 0, MAX, Ty::Fixed(16)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
     ],
     tagged: &[],
 };
@@ -4862,9 +4862,9 @@ pub(super) static FIND_COORDINATOR_REQUEST: Schema = Schema {
     versions: (0, 6),
     flexible: 3,
     fields: &[
-        field("key", 0, 3, Ty::String),
+        field("key", 0, 3, Ty::Name(Entity::Coordinator)),
         field("key_type", 1, MAX, Ty::Fixed(1)),
-        field("coordinator_keys", 4, MAX, Ty::Array(&Ty::String)),
+        field("coordinator_keys", 4, MAX, Ty::Array(&Ty::Name(Entity::Coordinator))),
     ],
     tagged: &[],
 };
@@ -4875,7 +4875,7 @@ pub(super) static JOIN_GROUP_REQUEST: Schema = Schema {
     versions: (0, 9),
     flexible: 6,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("session_timeout_ms", 0, MAX, Ty::Fixed(4)),
         field("rebalance_timeout_ms", 1, MAX, Ty::Fixed(4)),
         field("member_id", 0, MAX, Ty::String),
@@ -4937,7 +4937,7 @@ pub(super) static HEARTBEAT_REQUEST: Schema = Schema {
     versions: (0, 4),
     flexible: 4,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("generation_id", 0, MAX, Ty::Fixed(4)),
         field("member_id", 0, MAX, Ty::String),
         field("group_instance_id", 3, MAX, Ty::String),
@@ -4963,7 +4963,7 @@ pub(super) static LEAVE_GROUP_REQUEST: Schema = Schema {
     versions: (0, 5),
     flexible: 4,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("member_id", 0, 2, Ty::String),
         field("members", 3, MAX, Ty::Array(&Ty::Struct(&LEAVE_GROUP_REQUEST_MEMBER_IDENTITY))),
     ],
@@ -5015,7 +5015,7 @@ pub(super) static SYNC_GROUP_REQUEST: Schema = Schema {
     versions: (0, 5),
     flexible: 4,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("generation_id", 0, MAX, Ty::Fixed(4)),
         field("member_id", 0, MAX, Ty::String),
         field("group_instance_id", 3, MAX, Ty::String),
@@ -5059,7 +5059,7 @@ pub(super) static DESCRIBE_GROUPS_REQUEST: Schema = Schema {
     versions: (0, 6),
     flexible: 5,
     fields: &[
-        field("groups", 0, MAX, Ty::Array(&Ty::String)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Name(Entity::Group))),
         field("include_authorized_operations", 3, MAX, Ty::Fixed(1)),
     ],
     tagged: &[],
@@ -5084,8 +5084,8 @@ pub(super) static DESCRIBE_GROUPS_RESPONSE_DESCRIBED_GROUP: Schema = Schema {
     flexible: 5,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 6, MAX, Ty::String),
-        field("group_id", 0, MAX, Ty::String),
+        field("error_message", 6, MAX, Ty::Message),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("group_state", 0, MAX, Ty::String),
         field("protocol_type", 0, MAX, Ty::String),
         field("protocol_data", 0, MAX, Ty::String),
@@ -5117,7 +5117,7 @@ pub(super) static INIT_PRODUCER_ID_REQUEST: Schema = Schema {
     versions: (0, 5),
     flexible: 2,
     fields: &[
-        field("transactional_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
         field("transaction_timeout_ms", 0, MAX, Ty::Fixed(4)),
         field("producer_id", 3, MAX, Ty::Fixed(8)),
         field("producer_epoch", 3, MAX, Ty::Fixed(2)),
@@ -5147,10 +5147,10 @@ pub(super) static ADD_OFFSETS_TO_TXN_REQUEST: Schema = Schema {
     versions: (0, 4),
     flexible: 3,
     fields: &[
-        field("transactional_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
         field("producer_id", 0, MAX, Ty::Fixed(8)),
         field("producer_epoch", 0, MAX, Ty::Fixed(2)),
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
     ],
     tagged: &[],
 };
@@ -5173,7 +5173,7 @@ pub(super) static END_TXN_REQUEST: Schema = Schema {
     versions: (0, 5),
     flexible: 3,
     fields: &[
-        field("transactional_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
         field("producer_id", 0, MAX, Ty::Fixed(8)),
         field("producer_epoch", 0, MAX, Ty::Fixed(2)),
         field("committed", 0, MAX, Ty::Fixed(1)),
@@ -5201,7 +5201,7 @@ pub(super) static DESCRIBE_TRANSACTIONS_REQUEST: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("transactional_ids", 0, MAX, Ty::Array(&Ty::String)),
+        field("transactional_ids", 0, MAX, Ty::Array(&Ty::Name(Entity::TransactionalId))),
     ],
     tagged: &[],
 };
@@ -5225,7 +5225,7 @@ pub(super) static DESCRIBE_TRANSACTIONS_RESPONSE_TRANSACTION_STATE: Schema = Sch
     flexible: 0,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("transactional_id", 0, MAX, Ty::String),
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
         field("transaction_state", 0, MAX, Ty::String),
         field("transaction_timeout_ms", 0, MAX, Ty::Fixed(4)),
         field("transaction_start_time_ms", 0, MAX, Ty::Fixed(8)),
@@ -5242,7 +5242,7 @@ pub(super) static DESCRIBE_TRANSACTIONS_RESPONSE_TOPIC_DATA: Schema = Schema {
     versions: (0, 0),
     flexible: 0,
     fields: &[
-        field("topic", 0, MAX, Ty::String),
+        field("topic", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -5254,13 +5254,13 @@ pub(super) static CONSUMER_GROUP_HEARTBEAT_REQUEST: Schema = Schema {
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("member_id", 0, MAX, Ty::String),
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("instance_id", 0, MAX, Ty::String),
         field("rack_id", 0, MAX, Ty::String),
         field("rebalance_timeout_ms", 0, MAX, Ty::Fixed(4)),
-        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::Name(Entity::Topic))),
         field("subscribed_topic_regex", 1, MAX, Ty::String),
         field("server_assignor", 0, MAX, Ty::String),
         field("topic_partitions", 0, MAX, Ty::Array(&Ty::Struct(&CONSUMER_GROUP_HEARTBEAT_REQUEST_TOPIC_PARTITIONS))),
@@ -5288,7 +5288,7 @@ pub(super) static CONSUMER_GROUP_HEARTBEAT_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("member_id", 0, MAX, Ty::String),
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("heartbeat_interval_ms", 0, MAX, Ty::Fixed(4)),
@@ -5326,7 +5326,7 @@ pub(super) static CONSUMER_GROUP_DESCRIBE_REQUEST: Schema = Schema {
     versions: (0, 1),
     flexible: 0,
     fields: &[
-        field("group_ids", 0, MAX, Ty::Array(&Ty::String)),
+        field("group_ids", 0, MAX, Ty::Array(&Ty::Name(Entity::Group))),
         field("include_authorized_operations", 0, MAX, Ty::Fixed(1)),
     ],
     tagged: &[],
@@ -5351,8 +5351,8 @@ pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP: Schema = Sch
     flexible: 0,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("group_id", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("group_state", 0, MAX, Ty::String),
         field("group_epoch", 0, MAX, Ty::Fixed(4)),
         field("assignment_epoch", 0, MAX, Ty::Fixed(4)),
@@ -5375,7 +5375,7 @@ pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_MEMBER: Schema = Schema {
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("client_id", 0, MAX, Ty::String),
         field("client_host", 0, MAX, Ty::String),
-        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::Name(Entity::Topic))),
         field("subscribed_topic_regex", 0, MAX, Ty::String),
         field("assignment", 0, MAX, Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
         field("target_assignment", 0, MAX, Ty::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
@@ -5402,7 +5402,7 @@ pub(super) static CONSUMER_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS: Schema = Sc
     flexible: 0,
     fields: &[
         field("topic_id", 0, MAX, Ty::Fixed(16)),
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
     ],
     tagged: &[],
@@ -5414,11 +5414,11 @@ pub(super) static SHARE_GROUP_HEARTBEAT_REQUEST: Schema = Schema {
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("group_id", 0, MAX, Ty::String),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("member_id", 0, MAX, Ty::String),
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("rack_id", 0, MAX, Ty::String),
-        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::Name(Entity::Topic))),
     ],
     tagged: &[],
 };
@@ -5431,7 +5431,7 @@ pub(super) static SHARE_GROUP_HEARTBEAT_RESPONSE: Schema = Schema {
     fields: &[
         field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
         field("member_id", 0, MAX, Ty::String),
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("heartbeat_interval_ms", 0, MAX, Ty::Fixed(4)),
@@ -5469,7 +5469,7 @@ pub(super) static SHARE_GROUP_DESCRIBE_REQUEST: Schema = Schema {
     versions: (1, 1),
     flexible: 1,
     fields: &[
-        field("group_ids", 0, MAX, Ty::Array(&Ty::String)),
+        field("group_ids", 0, MAX, Ty::Array(&Ty::Name(Entity::Group))),
         field("include_authorized_operations", 0, MAX, Ty::Fixed(1)),
     ],
     tagged: &[],
@@ -5494,8 +5494,8 @@ pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_DESCRIBED_GROUP: Schema = Schema
     flexible: 1,
     fields: &[
         field("error_code", 0, MAX, Ty::Fixed(2)),
-        field("error_message", 0, MAX, Ty::String),
-        field("group_id", 0, MAX, Ty::String),
+        field("error_message", 0, MAX, Ty::Message),
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
         field("group_state", 0, MAX, Ty::String),
         field("group_epoch", 0, MAX, Ty::Fixed(4)),
         field("assignment_epoch", 0, MAX, Ty::Fixed(4)),
@@ -5517,7 +5517,7 @@ pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_MEMBER: Schema = Schema {
         field("member_epoch", 0, MAX, Ty::Fixed(4)),
         field("client_id", 0, MAX, Ty::String),
         field("client_host", 0, MAX, Ty::String),
-        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::String)),
+        field("subscribed_topic_names", 0, MAX, Ty::Array(&Ty::Name(Entity::Topic))),
         field("assignment", 0, MAX, Ty::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_ASSIGNMENT)),
     ],
     tagged: &[],
@@ -5541,8 +5541,62 @@ pub(super) static SHARE_GROUP_DESCRIBE_RESPONSE_TOPIC_PARTITIONS: Schema = Schem
     flexible: 1,
     fields: &[
         field("topic_id", 0, MAX, Ty::Fixed(16)),
-        field("topic_name", 0, MAX, Ty::String),
+        field("topic_name", 0, MAX, Ty::Name(Entity::Topic)),
         field("partitions", 0, MAX, Ty::Array(&Ty::Fixed(4))),
+    ],
+    tagged: &[],
+};
+
+/// `ListGroupsResponse`.
+pub(super) static LIST_GROUPS_RESPONSE: Schema = Schema {
+    name: "ListGroupsResponse",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("throttle_time_ms", 1, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("groups", 0, MAX, Ty::Array(&Ty::Struct(&LIST_GROUPS_RESPONSE_LISTED_GROUP))),
+    ],
+    tagged: &[],
+};
+
+/// `ListedGroup`.
+pub(super) static LIST_GROUPS_RESPONSE_LISTED_GROUP: Schema = Schema {
+    name: "ListedGroup",
+    versions: (0, 5),
+    flexible: 3,
+    fields: &[
+        field("group_id", 0, MAX, Ty::Name(Entity::Group)),
+        field("protocol_type", 0, MAX, Ty::String),
+        field("group_state", 4, MAX, Ty::String),
+        field("group_type", 5, MAX, Ty::String),
+    ],
+    tagged: &[],
+};
+
+/// `ListTransactionsResponse`.
+pub(super) static LIST_TRANSACTIONS_RESPONSE: Schema = Schema {
+    name: "ListTransactionsResponse",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("throttle_time_ms", 0, MAX, Ty::Fixed(4)),
+        field("error_code", 0, MAX, Ty::Fixed(2)),
+        field("unknown_state_filters", 0, MAX, Ty::Array(&Ty::String)),
+        field("transaction_states", 0, MAX, Ty::Array(&Ty::Struct(&LIST_TRANSACTIONS_RESPONSE_TRANSACTION_STATE))),
+    ],
+    tagged: &[],
+};
+
+/// `TransactionState`.
+pub(super) static LIST_TRANSACTIONS_RESPONSE_TRANSACTION_STATE: Schema = Schema {
+    name: "TransactionState",
+    versions: (0, 2),
+    flexible: 0,
+    fields: &[
+        field("transactional_id", 0, MAX, Ty::Name(Entity::TransactionalId)),
+        field("producer_id", 0, MAX, Ty::Fixed(8)),
+        field("transaction_state", 0, MAX, Ty::String),
     ],
     tagged: &[],
 };
@@ -6155,8 +6209,15 @@ impl Checked for ShareGroupDescribeResponse {
     const SCHEMA: &'static Schema = &SHARE_GROUP_DESCRIBE_RESPONSE;
 }
 
+impl Checked for ListGroupsResponse {
+    const SCHEMA: &'static Schema = &LIST_GROUPS_RESPONSE;
+}
+
+impl Checked for ListTransactionsResponse {
+    const SCHEMA: &'static Schema = &LIST_TRANSACTIONS_RESPONSE;
+}
+
 /// The layout of an API's request, when the proxy decodes it.
-#[cfg(any(test, feature = "arbitrary"))]
 pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
     match api {
         ApiKey::CreateTopics => Some(&CREATE_TOPICS_REQUEST),
@@ -6239,7 +6300,6 @@ pub(super) fn request(api: ApiKey) -> Option<&'static Schema> {
 }
 
 /// The layout of an API's response, when the proxy decodes it.
-#[cfg(any(test, feature = "arbitrary"))]
 pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
     match api {
         ApiKey::ApiVersions => Some(&API_VERSIONS_RESPONSE),
@@ -6319,6 +6379,8 @@ pub(super) fn response(api: ApiKey) -> Option<&'static Schema> {
         ApiKey::ConsumerGroupDescribe => Some(&CONSUMER_GROUP_DESCRIBE_RESPONSE),
         ApiKey::ShareGroupHeartbeat => Some(&SHARE_GROUP_HEARTBEAT_RESPONSE),
         ApiKey::ShareGroupDescribe => Some(&SHARE_GROUP_DESCRIBE_RESPONSE),
+        ApiKey::ListGroups => Some(&LIST_GROUPS_RESPONSE),
+        ApiKey::ListTransactions => Some(&LIST_TRANSACTIONS_RESPONSE),
         _ => None,
     }
 }
@@ -6479,4 +6541,6 @@ pub(super) static ALL: &[(&Schema, super::tests::Roundtrip)] = &[
     (&SHARE_GROUP_HEARTBEAT_RESPONSE, super::tests::roundtrip::<ShareGroupHeartbeatResponse>),
     (&SHARE_GROUP_DESCRIBE_REQUEST, super::tests::roundtrip::<ShareGroupDescribeRequest>),
     (&SHARE_GROUP_DESCRIBE_RESPONSE, super::tests::roundtrip::<ShareGroupDescribeResponse>),
+    (&LIST_GROUPS_RESPONSE, super::tests::roundtrip::<ListGroupsResponse>),
+    (&LIST_TRANSACTIONS_RESPONSE, super::tests::roundtrip::<ListTransactionsResponse>),
 ];

@@ -1,0 +1,239 @@
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, MetadataRequest, MetadataResponse, RequestHeader as KHeader, ResponseHeader, TopicName,
+    metadata_request, metadata_response,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use sluice_config::policy::{API_OPERATIONS, API_RESOURCES};
+
+use super::{Tenant, refuses, renames};
+use crate::frame::request_header;
+use crate::wire::arbitrary::{self, Seeded as Rng};
+
+fn request_frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_i32(0);
+    let mut header = KHeader::default();
+    header.request_api_key = api as i16;
+    header.request_api_version = version;
+    header.correlation_id = 7;
+    header.client_id = Some(StrBytes::from_static_str("c"));
+    header
+        .encode(&mut out, api.request_header_version(version))
+        .unwrap();
+    body.encode(&mut out, version).unwrap();
+    let len = i32::try_from(out.len() - 4).unwrap();
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out.freeze()
+}
+
+fn response_frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_i32(0);
+    let mut header = ResponseHeader::default();
+    header.correlation_id = 7;
+    header
+        .encode(&mut out, api.response_header_version(version))
+        .unwrap();
+    body.encode(&mut out, version).unwrap();
+    let len = i32::try_from(out.len() - 4).unwrap();
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out.freeze()
+}
+
+fn topic(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+#[test]
+fn a_metadata_request_names_the_tenants_topics_and_an_escape_stays_inside() {
+    let tenant = Tenant::new("team-a.");
+    for version in [1, 9, 12] {
+        let mut req = MetadataRequest::default();
+        req.topics = Some(
+            ["orders", "team-b.orders"]
+                .iter()
+                .map(|n| {
+                    metadata_request::MetadataRequestTopic::default().with_name(Some(topic(n)))
+                })
+                .collect(),
+        );
+        let frame = request_frame(ApiKey::Metadata, version, &req);
+        let header = request_header(&frame).unwrap();
+        let out = tenant.request(&frame, &header).unwrap();
+        let mut buf = out.slice(4..);
+        KHeader::decode(&mut buf, ApiKey::Metadata.request_header_version(version)).unwrap();
+        let got = MetadataRequest::decode(&mut buf, version).unwrap();
+        let names: Vec<_> = got
+            .topics
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.unwrap().0.to_string())
+            .collect();
+        assert_eq!(
+            names,
+            ["team-a.orders", "team-a.team-b.orders"],
+            "v{version}"
+        );
+        assert_eq!(
+            u32::from_be_bytes(out[..4].try_into().unwrap()) as usize,
+            out.len() - 4
+        );
+    }
+}
+
+#[test]
+fn a_metadata_response_lists_only_the_tenants_topics_unprefixed() {
+    let tenant = Tenant::new("team-a.");
+    for version in [1, 9, 12] {
+        let mut resp = MetadataResponse::default();
+        resp.topics = ["team-a.orders", "team-b.orders", "orders", "team-a.x"]
+            .iter()
+            .map(|n| {
+                let mut t =
+                    metadata_response::MetadataResponseTopic::default().with_name(Some(topic(n)));
+                t.error_code = 3;
+                t
+            })
+            .collect();
+        let frame = response_frame(ApiKey::Metadata, version, &resp);
+        let header = crate::frame::RequestHeader {
+            api_key: 3,
+            api_version: version,
+            correlation_id: 7,
+        };
+        let out = tenant.response(&frame, &header).unwrap();
+        let mut buf = out.slice(4..);
+        ResponseHeader::decode(&mut buf, ApiKey::Metadata.response_header_version(version))
+            .unwrap();
+        let got = MetadataResponse::decode(&mut buf, version).unwrap();
+        assert!(buf.is_empty());
+        let names: Vec<_> = got
+            .topics
+            .iter()
+            .map(|t| t.name.clone().unwrap().0.to_string())
+            .collect();
+        assert_eq!(names, ["orders", "x"], "v{version}");
+    }
+}
+
+#[test]
+fn error_messages_lose_the_prefix_only_where_a_name_starts() {
+    let tenant = Tenant::new("a.");
+    assert_eq!(
+        tenant
+            .unprefixed_text("Topic 'a.orders' and a.x, not data.y")
+            .as_deref(),
+        Some("Topic 'orders' and x, not data.y")
+    );
+    assert_eq!(tenant.unprefixed_text("nothing here"), None);
+}
+
+/// Every API a topic policy judges, and every API naming groups or
+/// transactional ids, is renamed: the layouts carry their names.
+#[test]
+fn every_api_that_names_topics_groups_or_transactional_ids_is_renamed() {
+    let missing: Vec<_> = API_OPERATIONS
+        .iter()
+        .map(|(k, _)| *k)
+        .chain(API_RESOURCES.iter().map(|(k, _, _)| *k))
+        .filter(|k| !renames(*k) && !refuses(*k))
+        .map(crate::api_name)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "neither renamed nor refused: {missing:?}"
+    );
+    assert!(refuses(ApiKey::CreateAcls as i16) && refuses(ApiKey::DescribeLogDirs as i16));
+    assert!(!refuses(ApiKey::DeleteGroups as i16) && !refuses(ApiKey::CreateTopics as i16));
+    assert!(renames(ApiKey::ListGroups as i16) && renames(ApiKey::ListTransactions as i16));
+    assert!(!renames(ApiKey::ApiVersions as i16) && !renames(ApiKey::DescribeCluster as i16));
+}
+
+/// Random valid requests of every renamed API at every version: prefixed,
+/// they are valid messages of the same layout; the prefix taken off again,
+/// they are the bytes they were.
+#[test]
+fn every_renamed_request_at_every_version_round_trips() {
+    let tenant = Tenant::new("tenant-7.");
+    let mut tried = 0;
+    for api in ApiKey::iter().filter(|a| renames(*a as i16)) {
+        let range = api.valid_versions();
+        for version in range.min..=range.max {
+            for seed in 1..=6u64 {
+                let mut rng =
+                    Rng(seed * 0x9e37_79b9 + u64::from(version.unsigned_abs()) + api as u64);
+                let Some(body) = arbitrary::request(api, version, &mut rng) else {
+                    continue;
+                };
+                tried += 1;
+                let frame = framed(api, version, &body);
+                let header = request_header(&frame).unwrap();
+                let up = tenant
+                    .request(&frame, &header)
+                    .unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+                let schema = crate::wire::request_schema(api).unwrap();
+                let at = frame.len() - body.len();
+                let size = crate::wire::check(schema, version, &up[at..])
+                    .unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+                assert_eq!(size, up.len() - at, "{api:?} v{version}");
+                let mut down = BytesMut::new();
+                let mut names = super::Down(&tenant);
+                crate::wire::rename(schema, version, &up[at..], &mut names, &mut down).unwrap();
+                assert_eq!(&down[..], &body[..], "{api:?} v{version}: seed {seed}");
+            }
+        }
+    }
+    assert!(tried > 1000, "{tried}");
+}
+
+fn framed(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
+    let mut frame = vec![0; 4];
+    frame.extend_from_slice(&(api as i16).to_be_bytes());
+    frame.extend_from_slice(&version.to_be_bytes());
+    frame.extend_from_slice(&7i32.to_be_bytes());
+    frame.extend_from_slice(&[0, 1, b'c']);
+    if api.request_header_version(version) >= 2 {
+        frame.push(0);
+    }
+    frame.extend_from_slice(body);
+    let len = u32::try_from(frame.len() - 4).unwrap();
+    frame[..4].copy_from_slice(&len.to_be_bytes());
+    Bytes::from(frame)
+}
+
+/// Random valid responses of every renamed API at every version: every name
+/// prefixed and taken off again gives the bytes they were, and the
+/// prefixed ones are valid messages of the same layout.
+#[test]
+fn every_renamed_response_at_every_version_round_trips() {
+    let tenant = Tenant::new("tenant-7.");
+    let mut tried = 0;
+    for api in ApiKey::iter().filter(|a| renames(*a as i16)) {
+        let Some(schema) = crate::wire::response_schema(api) else {
+            continue;
+        };
+        let range = api.valid_versions();
+        for version in range.min..=range.max {
+            for seed in 1..=6u64 {
+                let mut rng =
+                    Rng(seed * 0x51_7cc1_b727 + u64::from(version.unsigned_abs()) + api as u64);
+                let Some(body) = arbitrary::response(api, version, &mut rng) else {
+                    continue;
+                };
+                tried += 1;
+                let mut up = BytesMut::new();
+                crate::wire::rename(schema, version, &body, &mut super::Up(&tenant), &mut up)
+                    .unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+                let size = crate::wire::check(schema, version, &up)
+                    .unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+                assert_eq!(size, up.len(), "{api:?} v{version}");
+                let mut down = BytesMut::new();
+                crate::wire::rename(schema, version, &up, &mut super::Down(&tenant), &mut down)
+                    .unwrap();
+                assert_eq!(&down[..], &body[..], "{api:?} v{version}: seed {seed}");
+            }
+        }
+    }
+    assert!(tried > 1000, "{tried}");
+}
