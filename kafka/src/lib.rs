@@ -44,8 +44,26 @@ pub fn api_name(key: i16) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use kafka_protocol::messages::ApiKey;
     use sluice_config::apis::{self, Handling};
+
+    /// A request frame of `api` at `version` with `body`: correlation id 7,
+    /// client id `c`.
+    pub(crate) fn framed(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        let mut frame = vec![0; 4];
+        frame.extend_from_slice(&(api as i16).to_be_bytes());
+        frame.extend_from_slice(&version.to_be_bytes());
+        frame.extend_from_slice(&7i32.to_be_bytes());
+        frame.extend_from_slice(&[0, 1, b'c']);
+        if api.request_header_version(version) >= 2 {
+            frame.push(0);
+        }
+        frame.extend_from_slice(body);
+        let len = u32::try_from(frame.len() - 4).unwrap();
+        frame[..4].copy_from_slice(&len.to_be_bytes());
+        Bytes::from(frame)
+    }
 
     /// Asserts `docs/policies.md` holds `table`, a table the code renders.
     pub(crate) fn policies_doc_holds(table: &str) {

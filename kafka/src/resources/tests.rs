@@ -10,26 +10,11 @@ use sluice_config::policy::{API_RESOURCES, ResourceKind};
 use super::*;
 use crate::encode;
 use crate::frame::request_header;
+use crate::tests::framed;
 use crate::wire::arbitrary::{self, Seeded as Rng};
 
 fn text(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
-}
-
-/// A request frame (prefix included) around `body`, as a client sends it.
-fn framed(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
-    let mut frame = vec![0; 4];
-    frame.extend_from_slice(&(api as i16).to_be_bytes());
-    frame.extend_from_slice(&version.to_be_bytes());
-    frame.extend_from_slice(&7i32.to_be_bytes());
-    frame.extend_from_slice(&[0, 1, b'c']);
-    if api.request_header_version(version) >= 2 {
-        frame.push(0);
-    }
-    frame.extend_from_slice(body);
-    let len = u32::try_from(frame.len() - 4).unwrap();
-    frame[..4].copy_from_slice(&len.to_be_bytes());
-    Bytes::from(frame)
 }
 
 fn answer<T: Decodable>(frame: &Bytes, api: ApiKey, version: i16) -> T {

@@ -8,6 +8,7 @@ use sluice_config::policy::{API_OPERATIONS, API_RESOURCES};
 
 use super::{Tenant, refuses, renames};
 use crate::frame::request_header;
+use crate::tests::framed;
 use crate::wire::arbitrary::{self, Seeded as Rng};
 
 fn request_frame<T: Encodable>(api: ApiKey, version: i16, body: &T) -> Bytes {
@@ -185,21 +186,6 @@ fn every_renamed_request_at_every_version_round_trips() {
         }
     }
     assert!(tried > 1000, "{tried}");
-}
-
-fn framed(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
-    let mut frame = vec![0; 4];
-    frame.extend_from_slice(&(api as i16).to_be_bytes());
-    frame.extend_from_slice(&version.to_be_bytes());
-    frame.extend_from_slice(&7i32.to_be_bytes());
-    frame.extend_from_slice(&[0, 1, b'c']);
-    if api.request_header_version(version) >= 2 {
-        frame.push(0);
-    }
-    frame.extend_from_slice(body);
-    let len = u32::try_from(frame.len() - 4).unwrap();
-    frame[..4].copy_from_slice(&len.to_be_bytes());
-    Bytes::from(frame)
 }
 
 /// Random valid responses of every renamed API at every version: every name
