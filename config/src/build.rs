@@ -18,6 +18,7 @@ use super::yaml::Node;
 mod analysis;
 mod cluster;
 mod gateway;
+mod tenancy;
 mod token;
 
 pub use token::{MIN_TOKEN_DISTINCT, MIN_TOKEN_LEN, PLACEHOLDER_TOKEN};

@@ -124,6 +124,12 @@ fn cluster_reasons(old: &VirtualCluster, new: &VirtualCluster) -> (Vec<String>, 
     r.value("gateway.listenHost", &og.listen_host, &ng.listen_host);
     routing_reasons(&mut r, &og.routing, &ng.routing);
     gateway_tls_reasons(&mut r, og.tls.as_ref(), ng.tls.as_ref());
+    // A connection keeps the namespace it started in: a new prefix is a new
+    // generation, the old one's connections drain.
+    let prefix = |c: &VirtualCluster| {
+        (c.tenancy.as_ref()).map_or_else(|| "(none)".to_owned(), |t| format!("{:?}", t.prefix))
+    };
+    r.value("tenancy.prefix", &prefix(old), &prefix(new));
     r.in_place(
         "limits.maxConnections",
         &old.limits.max_connections,

@@ -130,6 +130,18 @@ pub struct VirtualCluster {
     /// Where each connection's principal comes from; `None`: clients are
     /// not identified (every rule keys on what they say, their client id).
     pub authentication: Option<crate::identity::Authentication>,
+    /// The namespace its clients' names get on a shared upstream; `None`:
+    /// clients see the upstream's names as they are.
+    pub tenancy: Option<Tenancy>,
+}
+
+/// A virtual cluster as a tenant of a shared upstream: every topic, group
+/// and transactional id its clients name is, upstream, `prefix` and that
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenancy {
+    /// Put before every name on the way up, taken off on the way down.
+    pub prefix: String,
 }
 
 /// The upstream Kafka cluster.

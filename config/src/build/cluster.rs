@@ -10,10 +10,11 @@ use super::super::read::{Cx, Fields, boolean, index, integer, list, string, sugg
 use super::super::sasl::{upstream_nodes, upstream_sasl};
 use super::super::tls::upstream_tls;
 use super::super::types::{ClusterName, HostPort};
-use super::super::yaml::{Node, Value};
+use super::super::yaml::{Mark, Node, Value};
 use super::analysis::analysis;
 use super::duration;
 use super::gateway::gateway;
+use super::tenancy::{check_overlaps, tenancy};
 use crate::filter;
 use crate::identity::{GatewayTls, authentication};
 
@@ -25,6 +26,7 @@ const CLUSTER_KEYS: &[&str] = &[
     "filters",
     "analysis",
     "authentication",
+    "tenancy",
 ];
 const UPSTREAM_KEYS: &[&str] = &[
     "bootstrapServers",
@@ -69,7 +71,8 @@ pub(super) fn virtual_clusters(
             None => ok = false,
         }
     }
-    ok.then_some(clusters)
+    ok &= check_overlaps(cx, path, &clusters);
+    ok.then(|| clusters.into_iter().map(|(c, _)| c).collect())
 }
 
 fn raw_name(item: &Node) -> Option<(&str, super::super::yaml::Mark)> {
@@ -83,7 +86,13 @@ fn raw_name(item: &Node) -> Option<(&str, super::super::yaml::Mark)> {
     }
 }
 
-fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option<VirtualCluster> {
+/// A cluster, and where its `tenancy` is (for the overlap check).
+fn virtual_cluster(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &str,
+    i: usize,
+) -> Option<(VirtualCluster, Option<Mark>)> {
     let f = Fields::of(cx, node, path, CLUSTER_KEYS)?;
     let name = f.required(cx, "name", |cx, node, path| {
         let text = string(cx, node, path)?;
@@ -121,7 +130,15 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
     if authentication.is_none() && f.has("authentication") {
         return None;
     }
-    Some(VirtualCluster {
+    let mut tenancy_at = None;
+    let tenancy = f.optional(cx, "tenancy", |cx, node, path| {
+        tenancy_at = Some(node.mark);
+        tenancy(cx, node, path, owner_name.as_deref())
+    });
+    if tenancy.is_none() && f.has("tenancy") {
+        return None;
+    }
+    let cluster = VirtualCluster {
         name: name?,
         upstream: upstream?,
         gateway: gateway?,
@@ -129,7 +146,9 @@ fn virtual_cluster(cx: &mut Cx<'_>, node: &Node, path: &str, i: usize) -> Option
         filters: filters?,
         analysis: analysis?,
         authentication,
-    })
+        tenancy,
+    };
+    Some((cluster, tenancy_at))
 }
 
 fn upstream(cx: &mut Cx<'_>, node: &Node, path: &str) -> Option<Upstream> {
