@@ -22,7 +22,7 @@ pub(super) fn tenancy(
     let f = Fields::of(cx, node, path, TENANCY_KEYS)?;
     let given = f.optional(cx, "prefix", |cx, node, path| {
         let text = string(cx, node, path)?;
-        valid_prefix(cx, &text, path, node.mark, "")
+        valid_prefix(cx, text, path, node.mark, "")
     });
     if given.is_none() && f.has("prefix") {
         return None;
