@@ -59,6 +59,7 @@ pub(crate) mod sni;
 pub(crate) mod splice;
 mod split;
 pub(crate) mod stream;
+mod tenant;
 mod terminate;
 mod throttle;
 pub(crate) mod tls;

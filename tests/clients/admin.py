@@ -4,6 +4,7 @@ usage: admin.py BOOTSTRAP OPERATION ARGS... [--ssl CA CERT KEY]
        admin.py BOOTSTRAP delete-topic TOPIC
        admin.py BOOTSTRAP create-topic TOPIC PARTITIONS
        admin.py BOOTSTRAP list-topics
+       admin.py BOOTSTRAP list-groups
 """
 import json
 import sys
@@ -44,5 +45,8 @@ elif op == "create-topic":
 elif op == "list-topics":
     md = admin.list_topics(timeout=10)
     print(json.dumps({"topics": sorted(md.topics), "brokers": sorted([b.id, b.host, b.port] for b in md.brokers.values())}))
+elif op == "list-groups":
+    listed = admin.list_consumer_groups(request_timeout=10).result(timeout=30)
+    print(json.dumps({"groups": sorted(g.group_id for g in listed.valid)}))
 else:
     sys.exit(f"unknown operation {op}")

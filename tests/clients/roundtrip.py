@@ -8,7 +8,7 @@ usage: roundtrip.py BOOTSTRAP TOPIC COUNT GROUP [--old] [--hold] [--ssl CA CERT 
 --ssl      TLS to the proxy: CA file, then client cert and key ('-' for none)
 --verify-names  with --ssl: check every broker's name against its certificate
 --sasl     authenticate with SASL (SASL_PLAINTEXT, or SASL_SSL with --ssl)
-Output: one JSON line {"acked", "consumed", "unique", "missing", "errors", "brokers"}.
+Output: one JSON line {"acked", "consumed", "unique", "missing", "errors", "brokers", "topics"}.
 """
 import json
 import sys
@@ -79,6 +79,7 @@ report = {
     "missing": sorted(acked - set(seen), key=int)[:10],
     "errors": errors[:10],
     "brokers": sorted([b.id, b.host, b.port] for b in metadata.brokers.values()),
+    "topics": sorted(metadata.topics),
 }
 print(json.dumps(report), flush=True)
 if "--hold" in args:

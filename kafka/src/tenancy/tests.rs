@@ -223,3 +223,27 @@ fn every_renamed_response_at_every_version_round_trips() {
     }
     assert!(tried > 1000, "{tried}");
 }
+
+/// The table of docs/tenancy.md, rendered from the code: every API a
+/// tenant's names are renamed in, and every API refused to tenants.
+#[test]
+fn the_docs_hold_the_api_table() {
+    let list = |keep: &dyn Fn(i16) -> bool| {
+        let names: Vec<String> = ApiKey::iter()
+            .filter(|a| keep(*a as i16))
+            .map(|a| format!("{a:?}"))
+            .collect();
+        names.join(", ")
+    };
+    let table = format!(
+        "| renamed (prefixed up, unprefixed down) | {} |\n| refused (CLUSTER_AUTHORIZATION_FAILED) | {} |\n",
+        list(&|k| renames(k) && !refuses(k)),
+        list(&|k| refuses(k)),
+    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/tenancy.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        doc.contains(&table),
+        "docs/tenancy.md must hold this table, as the code has it:\n{table}"
+    );
+}

@@ -16,6 +16,7 @@ use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
 use super::direction::{ConnError, FrameClock};
 use super::splice::Splice;
+use super::tenant;
 use crate::signals::DecodedApi;
 
 /// Kafka's ApiVersions key.
@@ -55,9 +56,12 @@ where
     Ok(total)
 }
 
-/// Whether the response to this request is rewritten, so held whole.
-pub(super) fn held_whole(header: &RequestHeader) -> bool {
-    header.api_key == API_VERSIONS || rewrites(header.api_key, header.api_version)
+/// Whether the response to this request is rewritten, so held whole: its
+/// broker addresses, ApiVersions' caps, a tenant's names.
+pub(super) fn held_whole(header: &RequestHeader, cluster: &ClusterRuntime) -> bool {
+    header.api_key == API_VERSIONS
+        || rewrites(header.api_key, header.api_version)
+        || tenant::renames(cluster, header.api_key)
 }
 
 /// Whether a response held whole for its rewrite (the next `total` bytes
@@ -70,7 +74,11 @@ pub(super) fn passes_as_it_came(
     header: &RequestHeader,
     total: usize,
     buf: &FrameBuf,
+    cluster: &ClusterRuntime,
 ) -> Result<bool, ConnError> {
+    if tenant::renames(cluster, header.api_key) {
+        return Ok(false);
+    }
     match buf.unread().get(..total) {
         Some(frame) => Ok(rewrite::passes_as_it_came(frame, header)?),
         None => Ok(false),
@@ -89,6 +97,12 @@ pub(super) fn transform(
             header.api_version,
             &|k| cluster.decodes(k),
         )?));
+    }
+    // A tenant's names first: what follows sees what the client will.
+    let renamed = tenant::response(cluster, frame, header)?;
+    let frame = renamed.as_ref().unwrap_or(frame);
+    if !rewrites(header.api_key, header.api_version) {
+        return Ok(Frame::whole(frame.clone()));
     }
     let rewritten = rewrite_response(frame, header, &cluster.advertised)?;
     // Metadata teaches the topic policy the names of topic ids.

@@ -67,7 +67,7 @@ where
         .await;
     }
     let frame = buf.hold(total, rd, wr, &mut clock).await?;
-    let upstream = if held_whole(header) {
+    let upstream = if held_whole(header, cluster) {
         transform(&frame, header, cluster)?.to_bytes()
     } else {
         frame.clone()
@@ -119,7 +119,7 @@ where
         let io = (&mut *rd, &mut *wr);
         return fetch::relay_refused(header, total, refused, buf, io, clock, cluster).await;
     }
-    if held_whole(header) {
+    if held_whole(header, cluster) {
         let frame = buf.hold(total, rd, wr, clock).await?;
         let out = refused.insert(&frame)?;
         drop(frame);

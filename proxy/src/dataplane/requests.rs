@@ -26,7 +26,7 @@ use super::inspect::Inspection;
 use super::live::Filters;
 use super::metered::Metered;
 use super::splice::Splice;
-use super::throttle;
+use super::{tenant, throttle};
 use crate::config::filter::QuotaSpec;
 use crate::filter::{RequestHead, Verdict};
 use crate::metrics::Judged;
@@ -274,6 +274,19 @@ where
     async fn forward(self, mut request: Request<'_>) -> Result<bool, ConnError> {
         let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
         let total = request.total;
+        if tenant::renames(request.cluster, request.header.api_key) {
+            // A tenant's request naming its resources: held whole, renamed.
+            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
+                return Ok(true);
+            };
+            let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
+            if expects_response(&frame, &request.header) {
+                request.send(Answer::Upstream(request.header), permit);
+            }
+            let frame = tenant::request(request.cluster, frame, &request.header)?;
+            buf.write(wr, &frame).await?;
+            return Ok(false);
+        }
         // Produce with acks=0 gets no answer; its acks sit after the client and
         // transactional ids, nearly always in the first chunk.
         let expects = loop {

@@ -257,7 +257,7 @@ where
         let io = (&mut *rd, &mut *wr);
         return Box::pin(fetch::relay(header, total, buf, io, &mut clock, cluster)).await;
     }
-    if !held_whole(header) || passes_as_it_came(header, total, buf)? {
+    if !held_whole(header, cluster) || passes_as_it_came(header, total, buf, cluster)? {
         return buf.stream(total, rd, wr, &mut clock).await;
     }
     let frame = buf.hold(total, rd, wr, &mut clock).await?;

@@ -120,7 +120,7 @@ where
     drop(held);
     let charge = cluster.budget().force(patched.len());
     let frame = charged(patched, charge);
-    if !held_whole(header) {
+    if !held_whole(header, cluster) {
         buf.write(wr, &frame).await?;
         return Ok(());
     }

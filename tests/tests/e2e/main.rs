@@ -79,6 +79,7 @@ mod sasl;
 mod sni;
 mod soak;
 mod splice;
+mod tenancy;
 mod terminated;
 mod threads;
 mod tls;

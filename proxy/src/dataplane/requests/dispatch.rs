@@ -15,6 +15,7 @@ use super::super::cluster::ClusterRuntime;
 use super::super::direction::{ConnError, Slot};
 use super::super::inflight::Sender;
 use super::super::splice::Splice;
+use super::super::tenant;
 use super::super::throttle;
 use super::SaslSession;
 use super::sessions::{FETCH, Session, watching};
@@ -55,7 +56,13 @@ where
     ) -> Result<bool, ConnError> {
         let cluster = conn.cluster;
         let chain = cluster.filters();
-        let verdict = decide(&chain, &header);
+        let verdict = match decide(&chain, &header) {
+            // A tenant is not the shared cluster's administrator.
+            Verdict::Forward if tenant::refuses(cluster, header.api_key) => Verdict::Deny {
+                error_code: tenant::CLUSTER_AUTHORIZATION_FAILED,
+            },
+            verdict => verdict,
+        };
         let metered = match chain.quota {
             Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
                 // Held until its turn: `None` when the drain came first.

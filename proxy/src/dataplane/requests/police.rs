@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use sluice_config::policy::{Client, Operation};
 use sluice_kafka::frame::expects_response;
 use sluice_kafka::policy::{Policed, TopicRef, client_id, fetch_head, produce_head};
@@ -18,6 +17,7 @@ use crate::dataplane::block::charged;
 use crate::dataplane::cluster::ClusterRuntime;
 use crate::dataplane::direction::{Answer, CHUNK, ConnError, MAX_IN_FLIGHT, Merged};
 use crate::dataplane::splice::Splice;
+use crate::dataplane::tenant;
 use crate::filter::topic_policy::{Denials, TopicPolicy};
 
 impl<R, W, S> Way<'_, R, W, S>
@@ -197,7 +197,7 @@ where
         if answered {
             request.send(answer, permit);
         }
-        let sent: Bytes = sent;
+        let sent = tenant::request(cluster, sent, &header)?;
         buf.write(wr, &sent).await?;
         Ok(false)
     }
