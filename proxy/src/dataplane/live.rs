@@ -109,15 +109,28 @@ pub(crate) fn chain(config: &VirtualCluster) -> Chain {
     Arc::new(Filters {
         head: config.filters.iter().filter_map(filter::build).collect(),
         // At most one of each per cluster (validated).
-        policy: config.filters.iter().find_map(|f| match f {
-            FilterSpec::TopicPolicy(p) => Some(Arc::new(TopicPolicy::new(p.clone()))),
-            _ => None,
-        }),
+        policy: policy(config),
         quota: config.filters.iter().find_map(|f| match f {
             FilterSpec::Quota(spec) => Some(*spec),
             _ => None,
         }),
     })
+}
+
+/// The cluster's topic policy; a tenant's judges every request naming
+/// topics, so that no topic id it was not taught passes
+/// ([`TopicPolicy::guarding_ids`]).
+fn policy(config: &VirtualCluster) -> Option<Arc<TopicPolicy>> {
+    let tenant = config.tenancy.is_some();
+    let policy = config.filters.iter().find_map(|f| match f {
+        FilterSpec::TopicPolicy(p) => Some(TopicPolicy::new(p.clone())),
+        _ => None,
+    });
+    match policy {
+        Some(p) if tenant => Some(Arc::new(p.guarding_ids())),
+        Some(p) => Some(Arc::new(p)),
+        None => tenant.then(TopicPolicy::tenant_guard),
+    }
 }
 
 /// The filter chain in force: each request takes it whole when it starts,

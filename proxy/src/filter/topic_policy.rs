@@ -22,6 +22,8 @@ pub(crate) struct TopicPolicy {
     /// on the cluster) to every client, whatever its id and principal (then requests of
     /// that operation are never looked at).
     open: [bool; Operation::EVERY.len()],
+    /// A tenant's: no operation is open to anyone ([`Self::guarding_ids`]).
+    guards_ids: bool,
 }
 
 impl TopicPolicy {
@@ -29,7 +31,11 @@ impl TopicPolicy {
         let by_client = policy.rules.iter().any(policy::Rule::names_clients);
         let open = Operation::EVERY
             .map(|op| !by_client && policy.allows_every_topic(op, Client::default()));
-        TopicPolicy { policy, open }
+        TopicPolicy {
+            policy,
+            open,
+            guards_ids: false,
+        }
     }
 
     /// The policy that allows everything to everyone: what judges
@@ -44,6 +50,27 @@ impl TopicPolicy {
             }))
         });
         Arc::clone(open)
+    }
+
+    /// This policy, on a tenant's cluster: no operation is open, so every
+    /// request naming topics is judged, and a topic named by an id the
+    /// tenant's own Metadata did not teach (another tenant's, perhaps) is
+    /// refused UNKNOWN_TOPIC_ID, never forwarded.
+    pub(crate) fn guarding_ids(mut self) -> Self {
+        self.open = [false; Operation::EVERY.len()];
+        self.guards_ids = true;
+        self
+    }
+
+    /// The policy of a tenant's cluster without one: allows everything,
+    /// [guarding ids](Self::guarding_ids).
+    pub(crate) fn tenant_guard() -> Arc<TopicPolicy> {
+        static GUARD: OnceLock<Arc<TopicPolicy>> = OnceLock::new();
+        let guard = GUARD.get_or_init(|| {
+            let open = TopicPolicy::open();
+            Arc::new(TopicPolicy::new(open.policy.clone()).guarding_ids())
+        });
+        Arc::clone(guard)
     }
 
     /// The operation of `api_key` when the proxy must look at its requests:
@@ -88,7 +115,8 @@ impl TopicPolicy {
     /// APIs, to the cluster; a cluster operation, at all): its requests
     /// of `op` need not be decoded.
     pub(crate) fn open_for(&self, op: Operation, client: Client<'_>) -> bool {
-        self.policy.allows_every_topic(op, client)
+        !self.guards_ids
+            && self.policy.allows_every_topic(op, client)
             && (op.on_other_resources()).is_none_or(|o| self.policy.allows_every_topic(o, client))
     }
 

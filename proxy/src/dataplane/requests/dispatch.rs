@@ -21,6 +21,7 @@ use super::SaslSession;
 use super::sessions::{FETCH, Session, watching};
 use super::{Request, Way, decide};
 use crate::dataplane::inspect::Inspection;
+use crate::dataplane::live::Filters;
 use crate::filter::Verdict;
 use crate::filter::topic_policy::TopicPolicy;
 
@@ -56,13 +57,7 @@ where
     ) -> Result<bool, ConnError> {
         let cluster = conn.cluster;
         let chain = cluster.filters();
-        let verdict = match decide(&chain, &header) {
-            // A tenant is not the shared cluster's administrator.
-            Verdict::Forward if tenant::refuses(cluster, header.api_key) => Verdict::Deny {
-                error_code: tenant::CLUSTER_AUTHORIZATION_FAILED,
-            },
-            verdict => verdict,
-        };
+        let verdict = verdict(&chain, cluster, &header);
         let metered = match chain.quota {
             Some(spec) if verdict == Verdict::Forward && throttle::counts(&header) => {
                 // Held until its turn: `None` when the drain came first.
@@ -130,6 +125,17 @@ where
             },
             Verdict::Deny { error_code } => Box::pin(self.deny(request, error_code)).await,
         }
+    }
+}
+
+/// The header filters' verdict on a request; a tenant's for the shared
+/// cluster's administration is refused (a tenant is not its admin).
+fn verdict(chain: &Filters, cluster: &ClusterRuntime, header: &RequestHeader) -> Verdict {
+    match decide(chain, header) {
+        Verdict::Forward if tenant::refuses(cluster, header.api_key) => Verdict::Deny {
+            error_code: tenant::CLUSTER_AUTHORIZATION_FAILED,
+        },
+        verdict => verdict,
     }
 }
 
