@@ -165,6 +165,18 @@ impl Proxy {
         self.get(endpoints::CLUSTERS).parse()
     }
 
+    /// The generation cluster `name` runs (panics when there is none).
+    pub fn generation(&self, name: &str) -> u64 {
+        let clusters = self.clusters();
+        let c = clusters.clusters.iter().find(|c| c.name == name);
+        c.unwrap_or_else(|| panic!("no cluster {name}")).generation
+    }
+
+    /// How many client connections cluster `name` has accepted.
+    pub fn connections_accepted(&self, name: &str) -> f64 {
+        self.metric(&format!("sluice_connections_total{{cluster=\"{name}\"}}"))
+    }
+
     /// The configuration version in force.
     pub fn version(&self) -> String {
         self.status().current_config_version.to_string()

@@ -24,18 +24,6 @@ fn names(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-fn generation(proxy: &Proxy, name: &str) -> u64 {
-    let clusters = proxy.get("/admin/clusters").json();
-    clusters["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no cluster {name}: {clusters}"))["generation"]
-        .as_u64()
-        .unwrap()
-}
-
 #[test]
 fn adding_removing_and_modifying_clusters_leaves_an_unchanged_cluster_undisturbed() {
     let tansu = Tansu::start();
@@ -100,8 +88,8 @@ fn adding_removing_and_modifying_clusters_leaves_an_unchanged_cluster_undisturbe
     );
     assert_eq!(report["disconnects"], 0, "{report}");
     // The unchanged cluster: same generation, no connection made since the clients connected.
-    assert_eq!(generation(&proxy, "steady"), 1);
-    assert_eq!(generation(&proxy, "other"), 5);
+    assert_eq!(proxy.generation("steady"), 1);
+    assert_eq!(proxy.generation("other"), 5);
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
     let after = proxy.metric("sluice_connections_total{cluster=\"steady\"}");
     assert_eq!(
@@ -172,7 +160,7 @@ fn modifying_a_cluster_on_the_same_ports_refuses_no_connection_and_loses_no_acke
     assert!(opened.load(Ordering::Relaxed) > 100);
     assert_eq!(report["lost"], 0, "acknowledged messages lost: {report}");
     assert!(report["acked"].as_u64().unwrap() > 100, "{report}");
-    assert_eq!(generation(&proxy, "hot"), 6);
+    assert_eq!(proxy.generation("hot"), 6);
     // Old generations' connections ended at request boundaries.
     let clean = proxy.metric("sluice_drained_connections_total{cluster=\"hot\",result=\"clean\"}");
     let forced =

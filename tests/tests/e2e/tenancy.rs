@@ -197,16 +197,6 @@ fn transactions_commit_and_abort_through_each_tenant_with_the_same_id() {
     proxy.assert_clean_logs();
 }
 
-fn generation(proxy: &Proxy, name: &str) -> u64 {
-    let clusters = proxy.clusters();
-    let c = clusters.clusters.iter().find(|c| c.name == name);
-    c.unwrap_or_else(|| panic!("no cluster {name}")).generation
-}
-
-fn connections(proxy: &Proxy, name: &str) -> f64 {
-    proxy.metric(&format!("sluice_connections_total{{cluster=\"{name}\"}}"))
-}
-
 /// A third tenant added on the shared upstream while steady producers and
 /// consumer groups run in the first two: they notice nothing (no error, no
 /// reconnect, no new connection, the same generation), and the new tenant
@@ -224,7 +214,7 @@ fn adding_a_third_tenant_leaves_the_first_two_undisturbed() {
     let steady = |port: u16| Steady::start(&format!("127.0.0.1:{port}"), "orders", "app", true);
     let clients = [steady(p), steady(p + 2)];
     let names = ["team-a", "team-b"];
-    let before = names.map(|n| (connections(&proxy, n), generation(&proxy, n)));
+    let before = names.map(|n| (proxy.connections_accepted(n), proxy.generation(n)));
 
     let three = [two[0].clone(), two[1].clone(), cluster("team-c", p + 4)];
     let added = proxy.reload(&with_drain("3s", &three));
@@ -245,7 +235,7 @@ fn adding_a_third_tenant_leaves_the_first_two_undisturbed() {
         assert_eq!(report["disconnects"], 0, "{name}: {report}");
         assert_eq!(report["lost"], 0, "{name}: {report}");
     }
-    let after = names.map(|n| (connections(&proxy, n), generation(&proxy, n)));
+    let after = names.map(|n| (proxy.connections_accepted(n), proxy.generation(n)));
     assert_eq!(after, before, "the first two tenants noticed the third");
     proxy.assert_clean_logs();
 }

@@ -16,16 +16,6 @@ use sluice_tests::python::{self, Steady};
 
 use super::{certificates, cluster, hosts};
 
-fn generation(proxy: &Proxy, name: &str) -> u64 {
-    let clusters = proxy.clusters();
-    let c = clusters.clusters.iter().find(|c| c.name == name);
-    c.unwrap_or_else(|| panic!("no cluster {name}")).generation
-}
-
-fn connections(proxy: &Proxy, name: &str) -> f64 {
-    proxy.metric(&format!("sluice_connections_total{{cluster=\"{name}\"}}"))
-}
-
 #[test]
 fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed() {
     let tansu = Tansu::start();
@@ -49,7 +39,8 @@ fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed
         Steady::start_command(cmd)
     };
     let clients = [steady("orders"), steady("payments")];
-    let before = ["orders", "payments"].map(|n| (connections(&proxy, n), generation(&proxy, n)));
+    let before =
+        ["orders", "payments"].map(|n| (proxy.connections_accepted(n), proxy.generation(n)));
 
     // Connect to the shared port as fast as possible all along.
     let stop = Arc::new(AtomicBool::new(false));
@@ -105,7 +96,7 @@ fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed
     );
     let report = roundtrip("audit", "60");
     assert_eq!(report["unique"], 60, "{report}");
-    assert!(generation(&proxy, "audit") > 3);
+    assert!(proxy.generation("audit") > 3);
 
     stop.store(true, Ordering::Relaxed);
     probe.join().expect("probe");
@@ -119,7 +110,7 @@ fn adding_and_modifying_an_sni_cluster_leaves_the_others_on_the_port_undisturbed
     // The unchanged clusters: same generation, no new connection.
     for (i, name) in ["orders", "payments"].into_iter().enumerate() {
         assert_eq!(
-            (connections(&proxy, name), generation(&proxy, name)),
+            (proxy.connections_accepted(name), proxy.generation(name)),
             before[i],
             "{name} noticed the reloads"
         );
