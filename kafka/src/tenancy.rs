@@ -51,7 +51,8 @@ impl Tenant {
         };
         let api = ApiKey::try_from(header.api_key).map_err(|()| bad("unknown API".into()))?;
         // A request of an API only its response names things in (ListGroups).
-        let Some(schema) = wire::request_schema(api).filter(|s| names_in(s)) else {
+        let Some(schema) = wire::request_schema(api).filter(|s| names_in(s, header.api_version))
+        else {
             return Ok(frame.clone());
         };
         let mut body = frame.slice(4..);
@@ -71,7 +72,8 @@ impl Tenant {
             reason,
         };
         let api = ApiKey::try_from(header.api_key).map_err(|()| bad("unknown API".into()))?;
-        let Some(schema) = wire::response_schema(api).filter(|s| names_in(s)) else {
+        let Some(schema) = wire::response_schema(api).filter(|s| names_in(s, header.api_version))
+        else {
             return Ok(frame.clone());
         };
         let mut body = frame.slice(4..);
@@ -166,18 +168,47 @@ fn renamed(
 }
 
 /// Whether requests or responses of `api_key` name anything a tenant's
-/// prefix applies to: the APIs a tenant's requests are renamed in.
+/// prefix applies to, in some version: the APIs a tenant's names are
+/// renamed in (the docs' table).
 pub fn renames(api_key: i16) -> bool {
-    static TABLE: LazyLock<Vec<i16>> = LazyLock::new(|| {
-        ApiKey::iter()
-            .filter(|&api| {
-                let req = wire::request_schema(api).is_some_and(names_in);
-                req || wire::response_schema(api).is_some_and(names_in)
-            })
-            .map(|api| api as i16)
-            .collect()
+    let Ok(api) = ApiKey::try_from(api_key) else {
+        return false;
+    };
+    let v = api.valid_versions();
+    (v.min..=v.max)
+        .any(|version| renames_request(api_key, version) || renames_response(api_key, version))
+}
+
+/// Whether a request of `api_key` at `version` names anything a tenant's
+/// prefix applies to (it is held whole and renamed; a Fetch from v13 names
+/// topics by id only, and streams).
+pub fn renames_request(api_key: i16, version: i16) -> bool {
+    named(api_key, version).0
+}
+
+/// Whether the response to a request of `api_key` at `version` does.
+pub fn renames_response(api_key: i16, version: i16) -> bool {
+    named(api_key, version).1
+}
+
+/// Per API and version: (its request names things, its response does).
+fn named(api_key: i16, version: i16) -> (bool, bool) {
+    type Table = std::collections::HashMap<(i16, i16), (bool, bool)>;
+    static TABLE: LazyLock<Table> = LazyLock::new(|| {
+        let mut table = Table::new();
+        for api in ApiKey::iter() {
+            let v = api.valid_versions();
+            for version in v.min..=v.max {
+                let req = wire::request_schema(api).is_some_and(|s| names_in(s, version));
+                let resp = wire::response_schema(api).is_some_and(|s| names_in(s, version));
+                if req || resp {
+                    table.insert((api as i16, version), (req, resp));
+                }
+            }
+        }
+        table
     });
-    TABLE.contains(&api_key)
+    TABLE.get(&(api_key, version)).copied().unwrap_or_default()
 }
 
 /// Whether a tenant's request of `api_key` is refused: the cluster's own
@@ -192,17 +223,17 @@ pub fn refuses(api_key: i16) -> bool {
     )
 }
 
-/// Whether a layout holds a name anywhere.
-fn names_in(schema: &Schema) -> bool {
-    fn ty(t: &Ty) -> bool {
+/// Whether a layout holds a name at `version`.
+fn names_in(schema: &Schema, version: i16) -> bool {
+    fn ty(t: &Ty, version: i16) -> bool {
         match t {
             Ty::Name(_) => true,
-            Ty::Array(inner) => ty(inner),
-            Ty::Struct(s) | Ty::OptionStruct(s) => names_in(s),
+            Ty::Array(inner) => ty(inner, version),
+            Ty::Struct(s) | Ty::OptionStruct(s) => names_in(s, version),
             _ => false,
         }
     }
-    schema.field_types().any(ty)
+    schema.field_types_at(version).any(|t| ty(t, version))
 }
 
 #[cfg(test)]

@@ -49,9 +49,17 @@ pub trait Names {
 }
 
 impl Schema {
-    /// The types of its fields and tagged fields.
-    pub(crate) fn field_types(&self) -> impl Iterator<Item = &'static Ty> {
-        (self.fields.iter().map(|f| &f.ty)).chain(self.tagged.iter().map(|t| &t.ty))
+    /// The types of its fields and tagged fields at `version`.
+    pub(crate) fn field_types_at(&self, version: i16) -> impl Iterator<Item = &'static Ty> {
+        let fields = self
+            .fields
+            .iter()
+            .filter(move |f| within(f.versions, version));
+        let tagged = self
+            .tagged
+            .iter()
+            .filter(move |t| within(t.versions, version));
+        (fields.map(|f| &f.ty)).chain(tagged.map(|t| &t.ty))
     }
 }
 

@@ -61,7 +61,7 @@ where
 pub(super) fn held_whole(header: &RequestHeader, cluster: &ClusterRuntime) -> bool {
     header.api_key == API_VERSIONS
         || rewrites(header.api_key, header.api_version)
-        || tenant::renames(cluster, header.api_key)
+        || tenant::renames_response(cluster, header)
 }
 
 /// Whether a response held whole for its rewrite (the next `total` bytes
@@ -76,7 +76,7 @@ pub(super) fn passes_as_it_came(
     buf: &FrameBuf,
     cluster: &ClusterRuntime,
 ) -> Result<bool, ConnError> {
-    if tenant::renames(cluster, header.api_key) {
+    if tenant::renames_response(cluster, header) {
         return Ok(false);
     }
     match buf.unread().get(..total) {

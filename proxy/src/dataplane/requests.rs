@@ -274,7 +274,7 @@ where
     async fn forward(self, mut request: Request<'_>) -> Result<bool, ConnError> {
         let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
         let total = request.total;
-        if tenant::renames(request.cluster, request.header.api_key) {
+        if tenant::renames_request(request.cluster, &request.header) {
             // A tenant's request naming its resources: held whole, renamed.
             let Some(permit) = request.slots(1, buf, wr, stop).await? else {
                 return Ok(true);

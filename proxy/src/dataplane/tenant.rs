@@ -23,9 +23,15 @@ pub(super) fn of(cluster: &ClusterRuntime) -> Option<Tenant> {
     (cluster.config.tenancy.as_ref()).map(|t| Tenant::new(&t.prefix))
 }
 
-/// Whether a request of `api_key` to `cluster` is renamed (held whole).
-pub(super) fn renames(cluster: &ClusterRuntime, api_key: i16) -> bool {
-    cluster.config.tenancy.is_some() && tenancy::renames(api_key)
+/// Whether a request to `header` on `cluster` is renamed (held whole).
+pub(super) fn renames_request(cluster: &ClusterRuntime, header: &RequestHeader) -> bool {
+    cluster.config.tenancy.is_some() && tenancy::renames_request(header.api_key, header.api_version)
+}
+
+/// Whether the response to `header` on `cluster` is renamed (held whole).
+pub(super) fn renames_response(cluster: &ClusterRuntime, header: &RequestHeader) -> bool {
+    cluster.config.tenancy.is_some()
+        && tenancy::renames_response(header.api_key, header.api_version)
 }
 
 /// Whether a request of `api_key` to `cluster` is refused.
@@ -39,7 +45,7 @@ pub(super) fn request(
     frame: Bytes,
     header: &RequestHeader,
 ) -> Result<Bytes, ConnError> {
-    let Some(tenant) = of(cluster).filter(|_| tenancy::renames(header.api_key)) else {
+    let Some(tenant) = of(cluster).filter(|_| renames_request(cluster, header)) else {
         return Ok(frame);
     };
     let out = tenant.request(&frame, header)?;
@@ -55,7 +61,7 @@ pub(super) fn response(
     frame: &Bytes,
     header: &RequestHeader,
 ) -> Result<Option<Bytes>, ConnError> {
-    match of(cluster).filter(|_| tenancy::renames(header.api_key)) {
+    match of(cluster).filter(|_| renames_response(cluster, header)) {
         Some(tenant) => Ok(Some(tenant.response(frame, header)?)),
         None => Ok(None),
     }
