@@ -12,7 +12,7 @@
 //!
 //! `bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N]
 //! [--connections N] [--requests N] [--size BYTES (the sweep's one size)]
-//! [--only dataplane,tls,sni,filters,identity,handshakes,memory,reload,broker,sweep,syscalls,tail]` (run it
+//! [--only dataplane,tls,sni,filters,identity,tenancy,handshakes,memory,reload,broker,sweep,syscalls,tail]` (run it
 //! through `scripts/bench`, which builds the release binaries, installs
 //! haproxy and raises the open-file limit). Figures go to stdout as
 //! `BENCH {json}` lines, progress to stderr. `bench_dataplane --hog` is the
@@ -31,6 +31,7 @@ mod sni;
 mod sweep;
 mod syscalls;
 mod tail;
+mod tenancy;
 mod tls;
 
 use dataplane::Plan;
@@ -55,6 +56,7 @@ fn main() {
         "sni",
         "filters",
         "identity",
+        "tenancy",
         "handshakes",
         "memory",
         "reload",
@@ -115,6 +117,9 @@ fn run_sections(
     if only.iter().any(|s| s == "identity") {
         identity::run(rig, plan);
     }
+    if only.iter().any(|s| s == "tenancy") {
+        tenancy::run(rig, plan);
+    }
     if only.iter().any(|s| s == "handshakes") {
         identity::handshakes(rig, plan.reps.min(5));
     }
@@ -137,7 +142,7 @@ fn run_sections(
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--size 100|1024|4096|16384] [--only dataplane,tls,sni,filters,identity,handshakes,memory,reload,broker,sweep,syscalls,tail] | --hog"
+        "bench_dataplane: {problem}\nusage: bench_dataplane [--reps N] [--megabytes N] [--rate N] [--latency-secs N] [--connections N] [--requests N] [--size 100|1024|4096|16384] [--only dataplane,tls,sni,filters,identity,tenancy,handshakes,memory,reload,broker,sweep,syscalls,tail] | --hog"
     );
     std::process::exit(2)
 }

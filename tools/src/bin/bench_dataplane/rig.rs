@@ -16,7 +16,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -30,9 +30,10 @@ use sluice_tests::{config, python};
 use crate::haproxy::{Frontend, Haproxy, start_haproxy};
 
 mod clusters;
+mod paths;
 
 pub(crate) use clusters::SCRAM_USER;
-use clusters::{BY_PRINCIPAL, FILTERS, MTLS, scram_cluster};
+use clusters::{BY_PRINCIPAL, FILTERS, MTLS, TENANT, scram_cluster};
 
 /// How a client reaches the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,6 +62,9 @@ pub(crate) enum Path {
     /// TLS to sluice-proxy, which terminates SASL/SCRAM-SHA-512
     /// (`authentication.sasl`), plaintext on to broker A.
     SluiceScram,
+    /// Through sluice-proxy to broker A, on a tenant's cluster (`tenancy`:
+    /// every name prefixed upstream).
+    SluiceTenant,
 }
 
 impl Path {
@@ -97,6 +101,7 @@ pub(crate) struct Rig {
     proxy_tls_bootstrap: String,
     proxy_sni_bootstrap: String,
     proxy_filtered_bootstrap: String,
+    proxy_tenant_bootstrap: String,
     /// The identity clusters' bootstraps: mTLS, mTLS with a policy, SCRAM.
     proxy_identity_bootstrap: [String; 3],
     /// What the SNI path's clients resolve its names with.
@@ -124,7 +129,7 @@ impl Rig {
             Frontend::plain(&haproxy_addr, &b.addr),
             Frontend::tls(&haproxy_tls_addr, &c.addr, &pki),
         ]);
-        let base = ports(12);
+        let base = ports(14);
         let tls = format!(
             "      tls: {{ certFile: \"{}\", keyFile: \"{}\" }}\n",
             pki.server_cert.display(),
@@ -161,6 +166,7 @@ impl Rig {
                 config::tansu_cluster("bench-mtls", &a.addr, base + 6, &mtls),
                 config::tansu_cluster("bench-mtls-policy", &a.addr, base + 8, &policy),
                 config::tansu_cluster("bench-scram", &a.addr, base + 10, &scram),
+                config::tansu_cluster("bench-tenant", &a.addr, base + 12, TENANT),
             ],
         ));
         Rig {
@@ -176,6 +182,7 @@ impl Rig {
             proxy_tls_bootstrap: format!("127.0.0.1:{}", base + 2),
             proxy_sni_bootstrap: format!("bootstrap.{SNI_DOMAIN}:{sni_port}"),
             proxy_filtered_bootstrap: format!("127.0.0.1:{}", base + 4),
+            proxy_tenant_bootstrap: format!("127.0.0.1:{}", base + 12),
             proxy_identity_bootstrap: [6, 8, 10].map(|at| format!("127.0.0.1:{}", base + at)),
             hosts,
             sni_ca: sni_ca.write(certs.path(), "sni-ca.pem"),
@@ -183,100 +190,6 @@ impl Rig {
             _certs: certs,
             topics: 0,
         }
-    }
-
-    /// Where a client on `path` bootstraps.
-    pub(crate) fn bootstrap(&self, path: Path) -> &str {
-        match path {
-            Path::Direct => &self.d.addr,
-            Path::Sluice => &self.proxy_bootstrap,
-            Path::Haproxy => &self.haproxy_addr,
-            Path::SluiceTls => &self.proxy_tls_bootstrap,
-            Path::HaproxyTls => &self.haproxy_tls_addr,
-            Path::SluiceSni => &self.proxy_sni_bootstrap,
-            Path::SluiceFiltered => &self.proxy_filtered_bootstrap,
-            Path::SluiceMtls => &self.proxy_identity_bootstrap[0],
-            Path::SluiceMtlsPolicy => &self.proxy_identity_bootstrap[1],
-            Path::SluiceScram => &self.proxy_identity_bootstrap[2],
-        }
-    }
-
-    /// What a load client on `path` adds to its arguments.
-    pub(crate) fn client_flags(&self, path: Path) -> Vec<String> {
-        match path {
-            Path::SluiceSni => vec!["--ssl".into(), self.sni_ca.display().to_string()],
-            _ if path.tls() => {
-                let mut flags = vec!["--ssl".into(), self.pki.ca.display().to_string()];
-                let [user, password] = SCRAM_USER;
-                match path {
-                    Path::SluiceMtls | Path::SluiceMtlsPolicy => {
-                        let (crt, key) = (&self.pki.client_cert, &self.pki.client_key);
-                        flags.extend(["--cert".into(), crt.display().to_string()]);
-                        flags.push(key.display().to_string());
-                    }
-                    Path::SluiceScram => {
-                        flags.extend(["--sasl", "SCRAM-SHA-512", user, password].map(String::from));
-                    }
-                    _ => {}
-                }
-                flags
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Runs `bench_load.py` on `path` to its end and returns its report;
-    /// on the SNI path it resolves names through the rig's hosts file.
-    pub(crate) fn load(&self, path: Path, args: &[&str]) -> Value {
-        let mut cmd = match path {
-            Path::SluiceSni => self.hosts.python("bench_load.py"),
-            _ => python::command("bench_load.py"),
-        };
-        cmd.args(args);
-        checked(python::run_json_command(cmd, LOAD_TIMEOUT), args)
-    }
-
-    /// The broker behind `path`.
-    pub(crate) fn broker(&self, path: Path) -> &Tansu {
-        match path {
-            Path::Direct => &self.d,
-            Path::Sluice
-            | Path::SluiceTls
-            | Path::SluiceSni
-            | Path::SluiceFiltered
-            | Path::SluiceMtls
-            | Path::SluiceMtlsPolicy
-            | Path::SluiceScram => &self.a,
-            Path::Haproxy => &self.b,
-            Path::HaproxyTls => &self.c,
-        }
-    }
-
-    /// The process in the middle of `path`, if any.
-    pub(crate) fn middle(&self, path: Path) -> Option<u32> {
-        match path {
-            Path::Direct => None,
-            Path::Haproxy | Path::HaproxyTls => Some(self.haproxy.pid()),
-            _ => Some(self.proxy.pid()),
-        }
-    }
-
-    /// A new single-partition topic on the broker behind `path`.
-    pub(crate) fn topic(&mut self, path: Path) -> String {
-        self.topics += 1;
-        let name = format!("bench-{}", self.topics);
-        self.broker(path).create_topic(&name, 1);
-        name
-    }
-
-    /// Deletes a topic, so the in-memory broker does not grow run after run.
-    pub(crate) fn drop_topic(&self, path: Path, name: &str) {
-        let out = Command::new("tansu")
-            .args(["topic", "delete", name, "--broker"])
-            .arg(format!("tcp://{}", self.broker(path).addr))
-            .output()
-            .expect("run tansu topic delete");
-        assert!(out.status.success(), "tansu topic delete {name}");
     }
 }
 

@@ -79,3 +79,6 @@ pub(super) fn scram_cluster(dir: &std::path::Path, tls: &str) -> String {
         file.display()
     )
 }
+
+/// The tenant cluster's `tenancy`: the default prefix, `bench-tenant.`.
+pub(crate) const TENANT: &str = "    tenancy: {}\n";
