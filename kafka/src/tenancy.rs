@@ -84,6 +84,12 @@ impl Tenant {
         renamed(frame, body_at, schema, header.api_version, &mut names).map_err(bad)
     }
 
+    /// The prefix as a regular expression matching itself (a prefix is
+    /// letters, digits, `.`, `_` and `-`: only `.` means more).
+    fn regex_prefix(&self) -> String {
+        self.prefix.replace('.', "\\.")
+    }
+
     /// `text` with the prefix taken off every name in it that starts
     /// with it (at the start, or after a character no name has).
     fn unprefixed_text(&self, text: &str) -> Option<String> {
@@ -112,9 +118,13 @@ impl Tenant {
 struct Up<'a>(&'a Tenant);
 
 impl Names for Up<'_> {
-    fn name(&mut self, _: Entity, name: &str) -> Renamed {
+    fn name(&mut self, entity: Entity, name: &str) -> Renamed {
         if name.is_empty() {
             return Renamed::Keep;
+        }
+        if entity == Entity::TopicRegex {
+            // Matched against whole names: only the tenant's can match.
+            return Renamed::To(format!("{}(?:{name})", self.0.regex_prefix()));
         }
         Renamed::To(format!("{}{name}", self.0.prefix))
     }
@@ -127,9 +137,15 @@ impl Names for Up<'_> {
 struct Down<'a>(&'a Tenant);
 
 impl Names for Down<'_> {
-    fn name(&mut self, _: Entity, name: &str) -> Renamed {
+    fn name(&mut self, entity: Entity, name: &str) -> Renamed {
         if name.is_empty() {
             return Renamed::Keep;
+        }
+        if entity == Entity::TopicRegex {
+            let inner = (name.strip_prefix(&self.0.regex_prefix()))
+                .and_then(|r| r.strip_prefix("(?:"))
+                .and_then(|r| r.strip_suffix(')'));
+            return inner.map_or(Renamed::Keep, |r| Renamed::To(r.to_owned()));
         }
         match name.strip_prefix(&self.0.prefix) {
             Some(own) => Renamed::To(own.to_owned()),

@@ -242,3 +242,38 @@ fn a_change_of_authentication_alone_applies_in_place() {
         assert_eq!(d.rotated[0].reasons, ["authentication changed"]);
     }
 }
+
+#[test]
+fn a_new_tenancy_prefix_is_a_new_generation_of_that_cluster_only() {
+    let files = MemoryFiles::default();
+    let with = |a: &str, b: &str| {
+        let (a, b) = (format!("    tenancy: {a}\n"), format!("    tenancy: {b}\n"));
+        doc("", &[cluster("a", 19000, &a), cluster("b", 19100, &b)])
+    };
+    let old = parse(&with("{}", "{ prefix: team-b. }"), &files);
+    let new = parse(&with("{ prefix: team-a2. }", "{ prefix: team-b. }"), &files);
+    let d = diff(&old, &new);
+    assert!(d.rotated.is_empty(), "{d:?}");
+    assert_eq!(d.modified.len(), 1, "{d:?}");
+    assert_eq!(d.modified[0].name, "a");
+    assert_eq!(
+        d.modified[0].reasons,
+        ["tenancy.prefix changed from \"a.\" to \"team-a2.\""]
+    );
+    assert_eq!(d.unchanged.len(), 1, "{d:?}");
+    let none = parse(
+        &doc(
+            "",
+            &[
+                cluster("a", 19000, ""),
+                cluster("b", 19100, "    tenancy: { prefix: team-b. }\n"),
+            ],
+        ),
+        &files,
+    );
+    let d = diff(&none, &old);
+    assert_eq!(
+        d.modified[0].reasons,
+        ["tenancy.prefix changed from (none) to \"a.\""]
+    );
+}

@@ -247,3 +247,21 @@ fn the_docs_hold_the_api_table() {
         "docs/tenancy.md must hold this table, as the code has it:\n{table}"
     );
 }
+
+/// KIP-848's regular expression is matched by the broker against whole
+/// topic names: wrapped, only the tenant's names can match it; given back
+/// as the client wrote it.
+#[test]
+fn a_topic_regex_is_confined_to_the_tenants_names() {
+    let tenant = Tenant::new("team-a.");
+    let mut up = super::Up(&tenant);
+    let wrapped =
+        match crate::wire::Names::name(&mut up, crate::wire::Entity::TopicRegex, "orders.*") {
+            crate::wire::Renamed::To(r) => r,
+            other => panic!("{other:?}"),
+        };
+    assert_eq!(wrapped, "team-a\\.(?:orders.*)");
+    let mut down = super::Down(&tenant);
+    let back = crate::wire::Names::name(&mut down, crate::wire::Entity::TopicRegex, &wrapped);
+    assert_eq!(back, crate::wire::Renamed::To("orders.*".to_owned()));
+}

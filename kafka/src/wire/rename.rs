@@ -26,6 +26,9 @@ pub enum Entity {
     /// A configs resource's name: a topic's or a group's by its resource
     /// type (the struct's `resource_type`, read before it), else neither.
     Resource,
+    /// A regular expression over topic names (KIP-848's subscriptions,
+    /// matched by the broker against whole names).
+    TopicRegex,
 }
 
 /// What becomes of one name.

@@ -2,8 +2,8 @@
 //! two clusters, one a tenant (`tenancy`: every name prefixed upstream),
 //! one not. Produce (acks=1) and consume throughput, the proxy's CPU per
 //! GB and its peak RSS, at 1 KiB and 16 KiB records, the paths taking
-//! turns, each first in every other repetition: [`MORE`] times the other
-//! sections' repetitions, of runs half their length.
+//! turns, each first in every other repetition: as many repetitions as
+//! the other sections, of runs half their length.
 
 use crate::dataplane::{Plan, Results, throughput};
 use crate::rig::{Path, Rig};
@@ -11,14 +11,12 @@ use sluice_tools::record::{Row, Target};
 
 const SECTION: &str = "data plane, tenancy";
 const CPU: &str = "mcore/(MB/s)";
-const MORE: usize = 4;
 const PATHS: [Path; 2] = [Path::SluiceTenant, Path::Sluice];
 
 /// Runs both cases at both sizes on both paths, and emits the figures.
 pub(crate) fn run(rig: &mut Rig, plan: Plan) {
     let plan = Plan {
         megabytes: (plan.megabytes / 2).max(16),
-        reps: plan.reps * MORE,
         ..plan
     };
     for size in [1024usize, 16384] {
