@@ -252,5 +252,6 @@ fn names_in(schema: &Schema, version: i16) -> bool {
     schema.field_types_at(version).any(|t| ty(t, version))
 }
 
+pub mod produce;
 #[cfg(test)]
 mod tests;

@@ -177,6 +177,15 @@ impl Proxy {
         self.metric(&format!("sluice_connections_total{{cluster=\"{name}\"}}"))
     }
 
+    /// The most RSS the proxy ever had (`VmHWM`), in bytes.
+    pub fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()));
+        let status = status.expect("the proxy's status");
+        let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:"));
+        let kib = kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        kib.expect("VmHWM") * 1024
+    }
+
     /// The configuration version in force.
     pub fn version(&self) -> String {
         self.status().current_config_version.to_string()

@@ -81,6 +81,15 @@ impl Conn {
 
 /// A record batch of `count` records keyed `k0..`.
 pub fn records(count: usize) -> Bytes {
+    batch(count, |i| format!("v{i}").into_bytes())
+}
+
+/// A record batch of `count` records of `size` bytes each, keyed `k0..`.
+pub fn sized_records(count: usize, size: usize) -> Bytes {
+    batch(count, |_| vec![b'x'; size])
+}
+
+fn batch(count: usize, value: impl Fn(usize) -> Vec<u8>) -> Bytes {
     let records: Vec<Record> = (0..count)
         .map(|i| Record {
             transactional: false,
@@ -93,7 +102,7 @@ pub fn records(count: usize) -> Bytes {
             sequence: -1,
             timestamp: 0,
             key: Some(Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(format!("v{i}"))),
+            value: Some(Bytes::from(value(i))),
             headers: Default::default(),
             delete_horizon: false,
         })

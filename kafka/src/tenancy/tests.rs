@@ -265,3 +265,90 @@ fn a_topic_regex_is_confined_to_the_tenants_names() {
     let back = crate::wire::Names::name(&mut down, crate::wire::Entity::TopicRegex, &wrapped);
     assert_eq!(back, crate::wire::Renamed::To("orders.*".to_owned()));
 }
+
+/// A Produce request renamed as it streams (every version naming topics,
+/// two topics of two partitions each, with and without a transactional
+/// id), cut into steps as a connection would see it arrive: the size said
+/// first is the size sent, and the request decodes to what the held path
+/// makes of it.
+#[test]
+fn a_produce_renamed_as_it_streams_is_the_held_rename() {
+    use super::produce::{Step, head, streams_renamed};
+    use kafka_protocol::messages::{ProduceRequest, produce_request};
+    let tenant = Tenant::new("team-a.");
+    for version in (3..=12).filter(|v| streams_renamed(*v)) {
+        for txn in [None, Some("tx-1")] {
+            let mut req = ProduceRequest::default();
+            req.transactional_id = txn
+                .map(|t| kafka_protocol::messages::TransactionalId(StrBytes::from_static_str(t)));
+            req.acks = -1;
+            req.timeout_ms = 1000;
+            req.topic_data = ["orders", &"x".repeat(120)]
+                .iter()
+                .map(|name| {
+                    let mut t = produce_request::TopicProduceData::default();
+                    t.name = topic(name);
+                    t.partition_data = (0..2)
+                        .map(|i| {
+                            let mut p = produce_request::PartitionProduceData::default();
+                            p.index = i;
+                            p.records = Some(Bytes::from(vec![7u8; 300 + i as usize]));
+                            p
+                        })
+                        .collect();
+                    t
+                })
+                .collect();
+            let frame = request_frame(ApiKey::Produce, version, &req);
+            let header = request_header(&frame).unwrap();
+            let held = tenant.request(&frame, &header).unwrap();
+            let (h, mut walk) = head(&frame, version, "team-a.").unwrap().unwrap();
+            let mut out = BytesMut::new();
+            out.put_i32(h.size);
+            let mut at = 0;
+            let apply = |step: Step, at: &mut usize, out: &mut BytesMut| match step {
+                Step::Pass(n) | Step::Records(n) => {
+                    out.put_slice(&frame[*at..*at + n]);
+                    *at += n;
+                }
+                Step::Replace(n, with) => {
+                    out.put_slice(&with);
+                    *at += n;
+                }
+                Step::End => {}
+            };
+            for step in h.steps {
+                apply(step, &mut at, &mut out);
+            }
+            loop {
+                let step = walk
+                    .next(&frame[at..])
+                    .unwrap()
+                    .expect("a whole frame is enough");
+                if step == Step::End {
+                    break;
+                }
+                apply(step, &mut at, &mut out);
+            }
+            assert_eq!(at, frame.len(), "v{version}: the whole frame walked");
+            // The proxy puts the size in the frame's own length prefix.
+            let mut sent = BytesMut::new();
+            sent.put_slice(&out[..4]);
+            sent.put_slice(&out[8..]);
+            let sent = sent.freeze();
+            assert_eq!(
+                u32::from_be_bytes(sent[..4].try_into().unwrap()) as usize,
+                sent.len() - 4,
+                "v{version} txn {txn:?}: the size said first is the size sent"
+            );
+            let decode = |f: &Bytes| {
+                let mut b = f.slice(4..);
+                KHeader::decode(&mut b, ApiKey::Produce.request_header_version(version)).unwrap();
+                let r = ProduceRequest::decode(&mut b, version).unwrap();
+                assert!(b.is_empty(), "v{version}: bytes left");
+                r
+            };
+            assert_eq!(decode(&sent), decode(&held), "v{version} txn {txn:?}");
+        }
+    }
+}

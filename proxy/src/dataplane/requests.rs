@@ -274,19 +274,6 @@ where
     async fn forward(self, mut request: Request<'_>) -> Result<bool, ConnError> {
         let (buf, rd, wr, clock, stop) = (self.buf, self.rd, self.wr, self.clock, self.stop);
         let total = request.total;
-        if tenant::renames_request(request.cluster, &request.header) {
-            // A tenant's request naming its resources: held whole, renamed.
-            let Some(permit) = request.slots(1, buf, wr, stop).await? else {
-                return Ok(true);
-            };
-            let frame: Bytes = buf.hold(total, rd, wr, clock).await?;
-            if expects_response(&frame, &request.header) {
-                request.send(Answer::Upstream(request.header), permit);
-            }
-            let frame = tenant::request(request.cluster, frame, &request.header)?;
-            buf.write(wr, &frame).await?;
-            return Ok(false);
-        }
         // Produce with acks=0 gets no answer; its acks sit after the client and
         // transactional ids, nearly always in the first chunk.
         let expects = loop {
@@ -310,6 +297,7 @@ where
             if expects_response(&frame, &request.header) {
                 request.send(Answer::Upstream(request.header), permit);
             }
+            let frame = tenant::request(request.cluster, frame, &request.header)?;
             buf.write(wr, &frame).await?;
             return Ok(false);
         };
@@ -318,6 +306,20 @@ where
                 return Ok(true);
             };
             request.send(Answer::Upstream(request.header), permit);
+        }
+        if tenant::renames_request(request.cluster, &request.header) {
+            // A tenant's request naming its resources: renamed on its way.
+            let (cluster, header) = (request.cluster, &request.header);
+            Box::pin(tenant::relay_request(
+                header,
+                total,
+                cluster,
+                buf,
+                (rd, wr),
+                clock,
+            ))
+            .await?;
+            return Ok(false);
         }
         buf.stream(total, rd, wr, clock).await?;
         Ok(false)

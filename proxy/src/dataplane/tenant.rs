@@ -1,18 +1,27 @@
 //! A tenant's namespace in the data plane (`virtualClusters[].tenancy`):
-//! the requests that name topics, groups or transactional ids are held
-//! whole and prefixed before they go upstream (after the filters judged
-//! them by the names the client gave), their responses held whole and
-//! unprefixed (before the address rewrite and the policy see them); the
-//! cluster's own administration is refused. Fetch responses from v13 on
-//! name topics by id only, and stream as ever.
+//! the requests that name topics, groups or transactional ids are prefixed
+//! before they go upstream (after the filters judged them by the names the
+//! client gave): a Produce's names as its records stream
+//! (`sluice_kafka::tenancy::produce`), the others held whole. Their
+//! responses are held whole and unprefixed (before the address rewrite and
+//! the policy see them); the cluster's own administration is refused.
+//! Fetch requests and responses from v13 on name topics by id only, and
+//! stream as ever.
 
 use bytes::Bytes;
-use sluice_kafka::frame::RequestHeader;
+use sluice_kafka::frame::{FrameError, RequestHeader};
+use sluice_kafka::tenancy::produce::{self, Step};
 use sluice_kafka::tenancy::{self, Tenant};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::block::charged;
+use super::buffer::FrameBuf;
 use super::cluster::ClusterRuntime;
-use super::direction::ConnError;
+use super::direction::{CHUNK, ConnError, FrameClock};
+use super::splice::Splice;
+
+/// Produce's API key.
+const PRODUCE: i16 = 0;
 
 /// Kafka's CLUSTER_AUTHORIZATION_FAILED: what a tenant's request for the
 /// cluster's administration gets.
@@ -65,4 +74,134 @@ pub(super) fn response(
         Some(tenant) => Ok(Some(tenant.response(frame, header)?)),
         None => Ok(None),
     }
+}
+
+/// Passes on the request of `total` bytes to `header` (a tenant's, whose
+/// start is unread in `buf`) renamed: a Produce naming topics by name as
+/// its records stream, any other held whole.
+pub(super) async fn relay_request<R, W>(
+    header: &RequestHeader,
+    total: usize,
+    cluster: &ClusterRuntime,
+    buf: &mut FrameBuf,
+    (rd, wr): (&mut R, &mut W),
+    clock: &mut FrameClock,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let streams = header.api_key == PRODUCE && produce::streams_renamed(header.api_version);
+    let prefix = cluster.config.tenancy.as_ref().map(|t| t.prefix.as_str());
+    let Some(prefix) = prefix.filter(|_| streams) else {
+        let frame = buf.hold(total, rd, wr, clock).await?;
+        let frame = request(cluster, frame, header)?;
+        return Ok(buf.write(wr, &frame).await?);
+    };
+    let bad = |reason: String| bad(header, reason);
+    let (head, mut walk) = loop {
+        let ready = buf.unread().len().min(total);
+        let found = produce::head(&buf.unread()[..ready], header.api_version, prefix);
+        if let Some(found) = found.map_err(bad)? {
+            break found;
+        }
+        if ready >= total.min(CHUNK) {
+            return Err(bad(format!("no head within {ready} bytes")));
+        }
+        if buf.read_more(rd, wr, clock).await? == 0 {
+            return Err(ConnError::ClosedMidFrame);
+        }
+    };
+    buf.set_frame_size(head.size);
+    let mut left = total;
+    for step in head.steps {
+        left = take(step, left, buf, (rd, wr), clock)
+            .await
+            .map_err(|e| e.or(header))?;
+    }
+    loop {
+        let ready = buf.unread().len().min(left);
+        match walk.next(&buf.unread()[..ready]).map_err(bad)? {
+            Some(Step::End) if left == 0 => return Ok(()),
+            Some(Step::End) => return Err(bad(format!("{left} bytes after the request"))),
+            Some(step) => {
+                left = take(step, left, buf, (rd, wr), clock)
+                    .await
+                    .map_err(|e| e.or(header))?;
+            }
+            None if ready == left => return Err(bad("the request ends in a field".into())),
+            None if ready >= CHUNK => return Err(bad(format!("a field of over {CHUNK} bytes"))),
+            None => {
+                if buf.read_more(rd, wr, clock).await? == 0 {
+                    return Err(ConnError::ClosedMidFrame);
+                }
+            }
+        }
+    }
+}
+
+/// A step's failure: the connection's, or the request's (`Short`).
+enum Failed {
+    Conn(ConnError),
+    Short(String),
+}
+
+impl Failed {
+    fn or(self, header: &RequestHeader) -> ConnError {
+        match self {
+            Failed::Conn(e) => e,
+            Failed::Short(reason) => bad(header, reason),
+        }
+    }
+}
+
+impl From<ConnError> for Failed {
+    fn from(e: ConnError) -> Self {
+        Failed::Conn(e)
+    }
+}
+
+impl From<std::io::Error> for Failed {
+    fn from(e: std::io::Error) -> Self {
+        Failed::Conn(e.into())
+    }
+}
+
+/// Takes one step of a renamed Produce; returns what is left of its frame.
+async fn take<R, W>(
+    step: Step,
+    left: usize,
+    buf: &mut FrameBuf,
+    (rd, wr): (&mut R, &mut W),
+    clock: &mut FrameClock,
+) -> Result<usize, Failed>
+where
+    R: AsyncRead + Splice + Unpin,
+    W: AsyncWrite + Splice + Unpin,
+{
+    let n = match &step {
+        Step::Pass(n) | Step::Replace(n, _) | Step::Records(n) => *n,
+        Step::End => 0,
+    };
+    if n > left {
+        return Err(Failed::Short(format!("a field of {n} bytes, {left} left")));
+    }
+    match step {
+        Step::Pass(n) => buf.pass(n),
+        Step::Replace(n, with) => {
+            drop(buf.hold(n, rd, wr, clock).await?);
+            buf.write(wr, &with).await?;
+        }
+        Step::Records(n) => buf.stream(n, rd, wr, clock).await?,
+        Step::End => {}
+    }
+    Ok(left - n)
+}
+
+fn bad(header: &RequestHeader, reason: String) -> ConnError {
+    ConnError::Frame(FrameError::BadRequest {
+        api: sluice_kafka::api_name(header.api_key).to_owned(),
+        version: header.api_version,
+        reason,
+    })
 }

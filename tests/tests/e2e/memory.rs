@@ -43,17 +43,6 @@ fn rss(proxy: &mut Proxy) -> u64 {
     proxy.process().rss_kib() * 1024
 }
 
-/// The most RSS the proxy ever had (`VmHWM`).
-fn peak_rss(proxy: &Proxy) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.pid())).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM")
-        * 1024
-}
-
 fn frame<T: Encodable>(api: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
     sluice_kafka::encode::request(api, version, correlation_id, "attacker", body)
         .expect("an encodable request")
@@ -273,7 +262,7 @@ fn consumers_that_caught_up_and_idle_leave_the_proxy_as_small_as_before() {
     eprintln!(
         "memory: {CONSUMERS} consumers read {MB} MB each; proxy RSS {} MiB before, {} MiB at most, {} MiB as they finished, {} MiB idle",
         before / MIB,
-        peak_rss(&proxy) / MIB,
+        proxy.peak_rss() / MIB,
         busy / MIB,
         idle / MIB
     );

@@ -11,6 +11,7 @@ use sluice_tests::peers::Tansu;
 use sluice_tests::python::{self, Steady};
 
 mod ids;
+mod memory;
 
 const TENANT: &str = "    tenancy: {}\n";
 
