@@ -8,7 +8,7 @@
 //! Fetch requests and responses from v13 on name topics by id only, and
 //! stream as ever.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use sluice_kafka::frame::{FrameError, RequestHeader};
 use sluice_kafka::tenancy::produce::{self, Step};
 use sluice_kafka::tenancy::{self, Tenant};
@@ -113,19 +113,23 @@ where
         }
     };
     buf.set_frame_size(head.size);
+    let mut pending = BytesMut::new();
     let mut left = total;
     for step in head.steps {
-        left = take(step, left, buf, (rd, wr), clock)
+        left = take(step, left, &mut pending, buf, (rd, wr), clock)
             .await
             .map_err(|e| e.or(header))?;
     }
     loop {
         let ready = buf.unread().len().min(left);
         match walk.next(&buf.unread()[..ready]).map_err(bad)? {
-            Some(Step::End) if left == 0 => return Ok(()),
+            Some(Step::End) if left == 0 => {
+                let end = take(Step::End, 0, &mut pending, buf, (rd, wr), clock).await;
+                return end.map(drop).map_err(|e| e.or(header));
+            }
             Some(Step::End) => return Err(bad(format!("{left} bytes after the request"))),
             Some(step) => {
-                left = take(step, left, buf, (rd, wr), clock)
+                left = take(step, left, &mut pending, buf, (rd, wr), clock)
                     .await
                     .map_err(|e| e.or(header))?;
             }
@@ -171,6 +175,7 @@ impl From<std::io::Error> for Failed {
 async fn take<R, W>(
     step: Step,
     left: usize,
+    pending: &mut BytesMut,
     buf: &mut FrameBuf,
     (rd, wr): (&mut R, &mut W),
     clock: &mut FrameClock,
@@ -186,14 +191,25 @@ where
     if n > left {
         return Err(Failed::Short(format!("a field of {n} bytes, {left} left")));
     }
+    // What comes between records (a few dozen bytes: heads, names, tagged
+    // fields) is gathered and written at once before the next records.
     match step {
-        Step::Pass(n) => buf.pass(n),
+        Step::Pass(n) => pending.extend_from_slice(&buf.hold(n, rd, wr, clock).await?),
         Step::Replace(n, with) => {
             drop(buf.hold(n, rd, wr, clock).await?);
-            buf.write(wr, &with).await?;
+            pending.extend_from_slice(&with);
         }
-        Step::Records(n) => buf.stream(n, rd, wr, clock).await?,
-        Step::End => {}
+        Step::Records(n) => {
+            if !pending.is_empty() {
+                buf.write(wr, &pending.split().freeze()).await?;
+            }
+            buf.stream(n, rd, wr, clock).await?;
+        }
+        Step::End => {
+            if !pending.is_empty() {
+                buf.write(wr, &pending.split().freeze()).await?;
+            }
+        }
     }
     Ok(left - n)
 }
