@@ -23,6 +23,22 @@ bootstrap, topic, group, action = args[:4]
 errors = []
 
 
+def polled(consumer, want, seconds):
+    """The keys of up to `want` records a librdkafka consumer reads within
+    `seconds` (errors noted)."""
+    keys = []
+    deadline = time.time() + seconds
+    while len(set(keys)) < want and time.time() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            errors.append(str(msg.error()))
+            continue
+        keys.append(msg.key().decode())
+    return keys
+
+
 def rdkafka_roundtrip(count):
     from confluent_kafka import Consumer, Producer
 
@@ -35,16 +51,7 @@ def rdkafka_roundtrip(count):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "session.timeout.ms": 10000})
     consumer.subscribe([topic])
-    seen = set()
-    deadline = time.time() + 60
-    while len(seen) < len(acked) and time.time() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            errors.append(str(msg.error()))
-            continue
-        seen.add(msg.key().decode())
+    seen = set(polled(consumer, len(acked), 60))
     consumer.commit(asynchronous=False)
     topics = sorted(consumer.list_topics(timeout=10).topics)
     consumer.close()
@@ -95,16 +102,7 @@ def transactions(txn_id):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                          "isolation.level": "read_committed", "session.timeout.ms": 10000})
     consumer.subscribe([topic])
-    keys = []
-    deadline = time.time() + 30
-    while time.time() < deadline and len(keys) < 10:
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            errors.append(str(msg.error()))
-            continue
-        keys.append(msg.key().decode())
+    keys = polled(consumer, 10, 30)
     # A little longer: an aborted record read now would be a failure.
     end = time.time() + 2
     while time.time() < end:

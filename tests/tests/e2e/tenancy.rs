@@ -31,6 +31,16 @@ fn two_tenants(tansu: &Tansu) -> (Proxy, String, String) {
     )
 }
 
+/// A tansu with `orders` for tenants `team-a` and `team-b`, and the proxy
+/// of [`two_tenants`].
+fn orders_in_two_tenants() -> (Tansu, Proxy, String, String) {
+    let tansu = Tansu::start();
+    tansu.create_topic("team-a.orders", 1);
+    tansu.create_topic("team-b.orders", 1);
+    let (proxy, a, b) = two_tenants(&tansu);
+    (tansu, proxy, a, b)
+}
+
 fn round_trip(bootstrap: &str, count: u32) -> serde_json::Value {
     round_trip_topic(bootstrap, "orders", count)
 }
@@ -139,10 +149,7 @@ fn tenant_client(args: &[&str]) -> serde_json::Value {
 /// produces, consumes with the group `app` and commits through each tenant.
 #[test]
 fn kafka_python_round_trips_through_each_tenant_with_its_own_group() {
-    let tansu = Tansu::start();
-    tansu.create_topic("team-a.orders", 1);
-    tansu.create_topic("team-b.orders", 1);
-    let (proxy, a, b) = two_tenants(&tansu);
+    let (tansu, proxy, a, b) = orders_in_two_tenants();
     for (bootstrap, count) in [(&a, "15"), (&b, "25")] {
         let args = [
             bootstrap.as_str(),
@@ -176,10 +183,7 @@ fn kafka_python_round_trips_through_each_tenant_with_its_own_group() {
 /// does without the proxy, so the aborted five are read as well.)
 #[test]
 fn transactions_commit_and_abort_through_each_tenant_with_the_same_id() {
-    let tansu = Tansu::start();
-    tansu.create_topic("team-a.orders", 1);
-    tansu.create_topic("team-b.orders", 1);
-    let (proxy, a, b) = two_tenants(&tansu);
+    let (_tansu, proxy, a, b) = orders_in_two_tenants();
     let run = |bootstrap: String| {
         std::thread::spawn(move || {
             tenant_client(&[&bootstrap, "orders", "app", "transactions", "tx"])
