@@ -385,3 +385,4 @@ fn recent_configurations_are_few_and_only_kept_when_files_are_not_read() {
 }
 
 mod sasl;
+mod tenancy;
