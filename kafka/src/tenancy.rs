@@ -24,21 +24,19 @@ use super::wire::{self, Entity, Names, Renamed, Schema, Ty, rename};
 
 /// One tenant's prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tenant {
-    prefix: String,
+pub struct Tenant<'p> {
+    prefix: &'p str,
 }
 
-impl Tenant {
+impl<'p> Tenant<'p> {
     /// A tenant whose names upstream begin with `prefix`.
-    pub fn new(prefix: &str) -> Tenant {
-        Tenant {
-            prefix: prefix.to_owned(),
-        }
+    pub fn new(prefix: &'p str) -> Tenant<'p> {
+        Tenant { prefix }
     }
 
     /// Its prefix.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
+    pub fn prefix(&self) -> &'p str {
+        self.prefix
     }
 
     /// The request `frame` (length prefix included) to `header`, its names
@@ -93,19 +91,19 @@ impl Tenant {
     /// `text` with the prefix taken off every name in it that starts
     /// with it (at the start, or after a character no name has).
     fn unprefixed_text(&self, text: &str) -> Option<String> {
-        if self.prefix.is_empty() || !text.contains(&self.prefix) {
+        if self.prefix.is_empty() || !text.contains(self.prefix) {
             return None;
         }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
-        while let Some(i) = rest.find(&self.prefix) {
+        while let Some(i) = rest.find(self.prefix) {
             let starts_name = rest[..i]
                 .chars()
                 .next_back()
                 .is_none_or(|c| !(c.is_ascii_alphanumeric() || "._-".contains(c)));
             out.push_str(&rest[..i]);
             if !starts_name {
-                out.push_str(&self.prefix);
+                out.push_str(self.prefix);
             }
             rest = &rest[i + self.prefix.len()..];
         }
@@ -115,7 +113,7 @@ impl Tenant {
 }
 
 /// Requests: every name prefixed (an empty one, a topic named by id, stays).
-struct Up<'a>(&'a Tenant);
+struct Up<'a>(&'a Tenant<'a>);
 
 impl Names for Up<'_> {
     fn name(&mut self, entity: Entity, name: &str) -> Renamed {
@@ -134,7 +132,7 @@ impl Names for Up<'_> {
 }
 
 /// Responses: the prefix taken off; what lacks it is another tenant's.
-struct Down<'a>(&'a Tenant);
+struct Down<'a>(&'a Tenant<'a>);
 
 impl Names for Down<'_> {
     fn name(&mut self, entity: Entity, name: &str) -> Renamed {
@@ -147,7 +145,7 @@ impl Names for Down<'_> {
                 .and_then(|r| r.strip_suffix(')'));
             return inner.map_or(Renamed::Keep, |r| Renamed::To(r.to_owned()));
         }
-        match name.strip_prefix(&self.0.prefix) {
+        match name.strip_prefix(self.0.prefix) {
             Some(own) => Renamed::To(own.to_owned()),
             None => Renamed::Drop,
         }

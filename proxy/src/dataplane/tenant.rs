@@ -28,7 +28,7 @@ const PRODUCE: i16 = 0;
 pub(super) const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 
 /// The cluster's tenant, when it is one.
-pub(super) fn of(cluster: &ClusterRuntime) -> Option<Tenant> {
+pub(super) fn of(cluster: &ClusterRuntime) -> Option<Tenant<'_>> {
     (cluster.config.tenancy.as_ref()).map(|t| Tenant::new(&t.prefix))
 }
 
