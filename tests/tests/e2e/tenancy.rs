@@ -41,6 +41,14 @@ fn orders_in_two_tenants() -> (Tansu, Proxy, String, String) {
     (tansu, proxy, a, b)
 }
 
+/// Upstream, as the platform sees the shared cluster: each tenant's `app`
+/// group under its own prefix.
+fn assert_upstream_groups(tansu: &Tansu) {
+    let direct = admin(&tansu.addr, &["list-groups"]);
+    let groups = serde_json::json!(["team-a.app", "team-b.app"]);
+    assert_eq!(direct["groups"], groups, "{direct}");
+}
+
 fn round_trip(bootstrap: &str, count: u32) -> serde_json::Value {
     round_trip_topic(bootstrap, "orders", count)
 }
@@ -81,13 +89,7 @@ fn two_tenants_each_see_only_their_own_orders_and_app_group() {
         let groups = admin(tenant, &["list-groups"]);
         assert_eq!(groups["groups"], serde_json::json!(["app"]), "{groups}");
     }
-    // Upstream, as the platform sees the shared cluster.
-    let direct = admin(&tansu.addr, &["list-groups"]);
-    assert_eq!(
-        direct["groups"],
-        serde_json::json!(["team-a.app", "team-b.app"]),
-        "{direct}"
-    );
+    assert_upstream_groups(&tansu);
     let topics = admin(&tansu.addr, &["list-topics"]);
     let names: Vec<&str> = topics["topics"]
         .as_array()
@@ -166,12 +168,7 @@ fn kafka_python_round_trips_through_each_tenant_with_its_own_group() {
         assert_eq!(report["unique"].to_string(), count, "{report}");
         assert_eq!(report["topics"], serde_json::json!(["orders"]), "{report}");
     }
-    let direct = admin(&tansu.addr, &["list-groups"]);
-    assert_eq!(
-        direct["groups"],
-        serde_json::json!(["team-a.app", "team-b.app"]),
-        "{direct}"
-    );
+    assert_upstream_groups(&tansu);
     proxy.assert_clean_logs();
 }
 
